@@ -1,0 +1,78 @@
+#pragma once
+// A backend compiles a source with defines into a module, moves bytes, launches a grid of
+// blocks and times it on its own clock. It never judges, searches or stores.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kforge/kernel.hpp"
+
+namespace kforge {
+
+using Defines = std::vector<std::pair<std::string, std::string>>;
+
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  [[nodiscard]] std::size_t bytes() const { return bytes_; }
+
+ protected:
+  explicit Buffer(std::size_t bytes) : bytes_(bytes) {}
+  std::size_t bytes_;
+};
+
+// One kernel argument: a buffer, or a scalar passed by value.
+struct Arg {
+  enum class Kind { buffer, i32, f32 } kind;
+  Buffer* buffer = nullptr;
+  std::int32_t i32 = 0;
+  float f32 = 0;
+  static Arg buf(Buffer& b) { return {Kind::buffer, &b, 0, 0}; }
+  static Arg i(std::int32_t v) { return {Kind::i32, nullptr, v, 0}; }
+  static Arg f(float v) { return {Kind::f32, nullptr, 0, v}; }
+};
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  double compile_s = 0;   // seconds spent compiling (0 when it came from the cache)
+  std::string log;        // compiler warnings, if any
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  [[nodiscard]] virtual std::string name() const = 0;    // "cpu", "opencl", "cuda"
+  [[nodiscard]] virtual std::string device() const = 0;  // the device, in words
+  [[nodiscard]] virtual Lang lang() const = 0;           // the language it compiles
+  // False when this build has the backend but the machine cannot run it (no GPU): compile
+  // still works, launches throw NotSupported.
+  [[nodiscard]] virtual bool can_run() const = 0;
+
+  virtual std::unique_ptr<Buffer> alloc(std::size_t bytes) = 0;
+  virtual void write(Buffer& dst, const void* src, std::size_t bytes) = 0;
+  virtual void read(const Buffer& src, void* dst, std::size_t bytes) = 0;
+
+  // Throws CompileError with the compiler's log.
+  virtual std::shared_ptr<Module> compile(const std::string& source, const std::string& entry,
+                                          const Defines& defines) = 0;
+  // Launches and waits; returns the kernel's seconds on the backend's own clock.
+  virtual double run(Module& m, const LaunchGeometry& g, std::span<const Arg> args) = 0;
+};
+
+struct BackendOptions {
+  int threads = 0;         // cpu: worker threads (0: all cores)
+  int device_index = 0;    // opencl/cuda: which device
+};
+
+// The backends this build has, whether or not they can run here.
+[[nodiscard]] std::vector<std::string> backend_names();
+// Throws UsageError for a name this build lacks.
+[[nodiscard]] std::unique_ptr<Backend> make_backend(const std::string& name,
+                                                    const BackendOptions& opts = {});
+
+}  // namespace kforge

@@ -1,0 +1,70 @@
+#pragma once
+// One evaluation: one kernel configuration on one problem instance, through the gates
+//   invalid_config -> compile_error -> not_supported -> crashed/timeout -> incorrect -> passed
+// A failed gate stops the evaluation, never the run.
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/backend.hpp"
+#include "kforge/kernel.hpp"
+#include "kforge/measure.hpp"
+#include "kforge/subprocess.hpp"
+#include "kforge/verify.hpp"
+
+namespace kforge {
+
+enum class Disposition { passed, incorrect, compile_error, crashed, timeout, invalid_config, not_supported };
+[[nodiscard]] std::string_view disposition_name(Disposition d);
+[[nodiscard]] Disposition parse_disposition(std::string_view s);
+
+struct EvalRequest {
+  std::string problem;
+  KernelSpec kernel;
+  Sizes sizes;           // complete (already resolved against the problem's defaults)
+  DType dtype = DType::fp32;
+  ParamValues params;    // overrides of the kernel's defaults
+  std::string backend = "cpu";
+  BackendOptions backend_options;
+  VerifyOptions verify;
+  bool bench = false;    // measure after a passed verification
+  MeasureOptions measure;
+  bool baseline = false; // also measure the problem's baseline (OpenBLAS for gemm)
+  [[nodiscard]] nlohmann::json to_json() const;
+  static EvalRequest from_json(const nlohmann::json& j);
+};
+
+struct EvalResult {
+  Disposition disposition = Disposition::crashed;
+  std::string error;            // why it did not pass, in words
+  std::string compile_log;
+  std::string problem, kernel, backend, device;
+  Sizes sizes;
+  ParamValues params;           // the full configuration that ran
+  DType dtype = DType::fp32;
+  double compile_s = 0;
+  std::optional<VerifyReport> verify;
+  std::optional<Timing> timing;
+  double gflops = 0, gbytes_s = 0;
+  std::optional<Roofline> roofline;
+  std::optional<Timing> baseline;
+  std::string baseline_name;
+  [[nodiscard]] bool passed() const { return disposition == Disposition::passed; }
+  [[nodiscard]] double speedup() const;  // baseline median / kernel median; 0 if either is missing
+  [[nodiscard]] nlohmann::json to_json() const;
+  static EvalResult from_json(const nlohmann::json& j);
+};
+
+// Runs in this process: for kforge's own kernels, which are trusted not to crash it.
+[[nodiscard]] EvalResult evaluate(const EvalRequest& req, Backend& backend);
+
+// Runs in a kforge-worker subprocess under `limits`: for any source not built into kforge.
+// A segfault, an abort, an endless loop or a memory hog becomes a disposition.
+struct IsolationLimits {
+  double timeout_s = 120;
+  long long memory_bytes = 8ll << 30;
+};
+[[nodiscard]] EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limits = {});
+
+}  // namespace kforge

@@ -1,0 +1,95 @@
+#pragma once
+// A problem is *what* is computed: named sizes, tensors, scalars, a reference in double, exact
+// FLOP and byte counts, and how close a result must be. It knows nothing of kernels or devices.
+//
+// The kernel ABI follows from the problem: a kernel's arguments are the problem's tensors in
+// order (pointers to the dtype's storage), then its sizes as `int` in size order, then its
+// scalars as `float`. For gemm: (const T* A, const T* B, T* C, int M, int N, int K,
+// float alpha, float beta).
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kforge/dtype.hpp"
+#include "kforge/kernel.hpp"
+#include "kforge/rng.hpp"
+
+namespace kforge {
+
+enum class Role { in, out, inout };
+
+struct TensorSpec {
+  std::string name;
+  Role role;
+};
+
+// One concrete instance: sizes, dtype, scalar values and every tensor's values (already rounded
+// to the dtype, so the reference sees exactly what the kernel sees).
+struct Instance {
+  Sizes sizes;
+  DType dtype = DType::fp32;
+  std::map<std::string, double> scalars;
+  std::vector<std::vector<double>> tensors;  // in the order of Problem::tensors()
+};
+
+class Problem {
+ public:
+  virtual ~Problem() = default;
+  [[nodiscard]] virtual std::string name() const = 0;
+  [[nodiscard]] virtual std::string description() const = 0;
+  [[nodiscard]] virtual std::vector<std::string> size_names() const = 0;
+  [[nodiscard]] virtual Sizes default_sizes() const = 0;
+  [[nodiscard]] virtual std::vector<DType> dtypes() const = 0;
+  [[nodiscard]] virtual std::vector<TensorSpec> tensors() const = 0;
+  [[nodiscard]] virtual std::vector<std::string> scalar_names() const = 0;
+  // Element count of tensor `t` at these sizes.
+  [[nodiscard]] virtual std::int64_t tensor_elements(std::size_t t, const Sizes& s) const = 0;
+  // Scalar values for verification trial `trial` (e.g. gemm checks beta = 0 and beta != 0).
+  [[nodiscard]] virtual std::map<std::string, double> scalars_for_trial(int trial) const = 0;
+  // Whether an inout tensor's input value matters (gemm: beta != 0). When it does not, the
+  // verifier poisons it like an output.
+  [[nodiscard]] virtual bool reads_inout(const Instance& inst) const { (void)inst; return true; }
+
+  // The reference in double. For every out/inout tensor, `out` receives the exact result and
+  // `magnitude` a per-element error scale: the same computation over absolute values (so
+  // a sum of products gets the bound n·u·Σ|a·b| that any summation order satisfies).
+  virtual void reference(const Instance& inst, std::vector<std::vector<double>>& out,
+                         std::vector<std::vector<double>>& magnitude) const = 0;
+  // The length of the longest reduction behind one output element (gemm: K); the error bound
+  // grows with it.
+  [[nodiscard]] virtual double reduction_length(const Sizes& s) const = 0;
+  [[nodiscard]] virtual double flops(const Sizes& s) const = 0;
+  // The fewest bytes that must move: each input read once, each output written once.
+  [[nodiscard]] virtual double bytes(const Sizes& s, DType t) const = 0;
+
+  // The peer a user would otherwise call (OpenBLAS for gemm), prepared on `inst`; each call of
+  // the returned function runs it once. Empty when the problem has no baseline for this dtype.
+  [[nodiscard]] virtual std::function<void()> baseline(const Instance& inst) const {
+    (void)inst;
+    return {};
+  }
+  [[nodiscard]] virtual std::string baseline_name() const { return {}; }
+
+  // Kernel specs shipped with the problem (paths of embedded JSON specs).
+  [[nodiscard]] virtual std::vector<std::string> kernel_specs() const = 0;
+
+  // Sizes from defaults overridden by `overrides`; throws UsageError on an unknown name or a
+  // size < 1.
+  [[nodiscard]] Sizes resolve_sizes(const Sizes& overrides) const;
+  // Fresh inputs: every tensor filled from `dist` under `seed`, rounded to the dtype.
+  [[nodiscard]] Instance make_instance(const Sizes& s, DType t, Distribution dist,
+                                       std::uint64_t seed, int trial) const;
+  [[nodiscard]] std::string signature(Lang lang) const;  // the ABI, for `kforge list`
+};
+
+// The library: every problem and its kernels, from kernels/registry.cpp.
+[[nodiscard]] const std::vector<std::shared_ptr<Problem>>& problems();
+[[nodiscard]] std::shared_ptr<Problem> find_problem(const std::string& name);  // throws UsageError
+[[nodiscard]] std::vector<KernelSpec> library_kernels(const Problem& p);
+// The library kernel of `problem` for `lang`; throws UsageError if there is none.
+[[nodiscard]] KernelSpec library_kernel(const Problem& p, Lang lang);
+
+}  // namespace kforge

@@ -1,0 +1,32 @@
+#pragma once
+// A counter-based generator: value i of stream s under seed k is a pure function of (k, s, i),
+// so the same seed gives the same inputs on every backend, thread count and machine.
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace kforge {
+
+enum class Distribution {
+  normal,      // standard normal
+  uniform,     // uniform in [-1, 1]
+  wide,        // log-uniform magnitude over 2^-20..2^20, random sign
+  sparse,      // about 60% exact zeros, the rest standard normal
+  integers,    // small integers in [-8, 8] (index errors show as wrong integers)
+};
+
+[[nodiscard]] std::string_view distribution_name(Distribution d);
+[[nodiscard]] Distribution parse_distribution(std::string_view name);  // throws UsageError
+inline constexpr Distribution kAllDistributions[] = {Distribution::normal, Distribution::uniform,
+                                                     Distribution::wide, Distribution::sparse,
+                                                     Distribution::integers};
+
+// 64 random bits for (seed, stream, index).
+[[nodiscard]] std::uint64_t random_bits(std::uint64_t seed, std::uint64_t stream,
+                                        std::uint64_t index);
+// Uniform in [0, 1), 53 bits.
+[[nodiscard]] double random_unit(std::uint64_t seed, std::uint64_t stream, std::uint64_t index);
+// Fills `out` with draws from `d`; never all zeros (a sparse fill keeps at least one value).
+void fill_random(std::span<double> out, Distribution d, std::uint64_t seed, std::uint64_t stream);
+
+}  // namespace kforge

@@ -1,0 +1,15 @@
+// The library's problems: one line per kernel family.
+#include "kforge/problem.hpp"
+
+namespace kforge {
+
+std::shared_ptr<Problem> make_gemm_problem();
+
+const std::vector<std::shared_ptr<Problem>>& problems() {
+  static const std::vector<std::shared_ptr<Problem>> all = {
+      make_gemm_problem(),
+  };
+  return all;
+}
+
+}  // namespace kforge

@@ -1,0 +1,159 @@
+// The cpu backend: C++ sources compiled by the system compiler into shared objects (cached on
+// disk by content hash), blocks launched on a thread pool, timed on the steady clock.
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "backend/cpu/thread_pool.hpp"
+#include "kforge/backend.hpp"
+#include "kforge/error.hpp"
+#include "kforge/subprocess.hpp"
+#include "kforge/util.hpp"
+
+namespace kforge {
+namespace {
+
+constexpr const char* kFlags[] = {"-O3", "-march=native", "-std=c++20", "-fPIC", "-shared",
+                                  "-fno-math-errno", "-fvisibility=hidden"};
+
+using Entry = void (*)(const void* ctx, void* const* args);
+
+struct CpuBuffer final : Buffer {
+  explicit CpuBuffer(std::size_t n) : Buffer(n) {
+    // 64-byte aligned, padded to whole cache lines, never a null pointer.
+    data = static_cast<unsigned char*>(std::aligned_alloc(64, ((n + 63) / 64 + 1) * 64));
+    if (!data) throw std::bad_alloc();
+  }
+  ~CpuBuffer() override { std::free(data); }
+  unsigned char* data;
+};
+
+struct CpuModule final : Module {
+  void* handle = nullptr;
+  Entry entry = nullptr;
+};
+
+struct KfDim3 { long long x, y, z; };
+struct KfCtx { KfDim3 block_idx, grid_dim, block_dim; int worker, workers; };  // = prelude's kf_ctx
+
+std::string compiler() {
+  if (const char* c = std::getenv("KFORGE_CXX"); c && *c) return c;
+  return KFORGE_CXX_COMPILER;
+}
+
+const std::string& prelude_text() {
+  static const std::string text = embedded_file("src/backend/cpu/prelude.hpp");
+  return text;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return trim(line.substr(line.find(':') + 1));
+  return "unknown CPU";
+}
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(const BackendOptions& o)
+      : pool_(o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
+
+  std::string name() const override { return "cpu"; }
+  std::string device() const override {
+    return cpu_model() + " (" + std::to_string(pool_.size()) + " threads)";
+  }
+  Lang lang() const override { return Lang::cpp; }
+  bool can_run() const override { return true; }
+
+  std::unique_ptr<Buffer> alloc(std::size_t bytes) override { return std::make_unique<CpuBuffer>(bytes); }
+  void write(Buffer& dst, const void* src, std::size_t n) override {
+    std::memcpy(static_cast<CpuBuffer&>(dst).data, src, n);
+  }
+  void read(const Buffer& src, void* dst, std::size_t n) override {
+    std::memcpy(dst, static_cast<const CpuBuffer&>(src).data, n);
+  }
+
+  std::shared_ptr<Module> compile(const std::string& source, const std::string& entry,
+                                  const Defines& defines) override {
+    std::vector<std::string> argv{compiler()};
+    for (const char* f : kFlags) argv.emplace_back(f);
+    for (const auto& [k, v] : defines) argv.push_back("-D" + k + "=" + v);
+    std::string key = prelude_text() + '\0' + source;
+    for (const auto& a : argv) key += '\0' + a;
+    const auto dir = cache_dir("cpu");
+    const std::string stem = hex64(hash64(key));
+    const auto so = dir / (stem + ".so");
+    auto m = std::make_shared<CpuModule>();
+    if (!std::filesystem::exists(so)) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const auto prelude = dir / ("prelude-" + hex64(hash64(prelude_text())) + ".hpp");
+      if (!std::filesystem::exists(prelude)) write_file_atomic(prelude, prelude_text());
+      const auto src = dir / (stem + ".cpp");
+      write_file_atomic(src, source);
+      const std::string tmp = so.string() + ".tmp." + std::to_string(::getpid());
+      argv.insert(argv.end(), {"-include", prelude.string(), "-o", tmp, src.string()});
+      const ProcessResult r = run_process(argv, {}, {.timeout_s = 300});
+      if (!r.ok()) {
+        std::filesystem::remove(tmp);
+        throw CompileError("C++ compilation failed (" + r.describe() + ")", r.err + r.out);
+      }
+      std::filesystem::rename(tmp, so);
+      m->log = r.err;
+      m->compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    m->handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!m->handle) throw CompileError("cannot load compiled kernel", dlerror());
+    m->entry = reinterpret_cast<Entry>(dlsym(m->handle, entry.c_str()));
+    if (!m->entry)
+      throw CompileError("the source defines no kernel '" + entry + "'",
+                         "export it with KF_KERNEL(" + entry + ", your_function)");
+    return m;
+  }
+
+  double run(Module& mod, const LaunchGeometry& g, std::span<const Arg> args) override {
+    auto& m = static_cast<CpuModule&>(mod);
+    std::vector<void*> data_ptrs(args.size());
+    std::vector<void*> argv(args.size());
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      switch (args[i].kind) {
+        case Arg::Kind::buffer:
+          data_ptrs[i] = static_cast<CpuBuffer*>(args[i].buffer)->data;
+          argv[i] = &data_ptrs[i];
+          break;
+        case Arg::Kind::i32: argv[i] = const_cast<std::int32_t*>(&args[i].i32); break;
+        case Arg::Kind::f32: argv[i] = const_cast<float*>(&args[i].f32); break;
+      }
+    }
+    const std::int64_t blocks = g.grid.x * g.grid.y * g.grid.z;
+    const int workers = pool_.size();
+    const Entry entry = m.entry;
+    const std::function<void(std::int64_t, int)> body = [&](std::int64_t b, int worker) {
+      KfCtx c{{b % g.grid.x, (b / g.grid.x) % g.grid.y, b / (g.grid.x * g.grid.y)},
+              {g.grid.x, g.grid.y, g.grid.z},
+              {g.block.x, g.block.y, g.block.z},
+              worker,
+              workers};
+      entry(&c, argv.data());
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    pool_.run(blocks, body);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+ private:
+  cpu::ThreadPool pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& opts) {
+  return std::make_unique<CpuBackend>(opts);
+}
+
+}  // namespace kforge

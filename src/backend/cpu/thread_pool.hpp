@@ -1,0 +1,40 @@
+#pragma once
+// A fixed set of worker threads that runs a grid of blocks: blocks are handed out one at a time
+// from an atomic counter, so uneven blocks balance themselves. The calling thread works too.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace kforge::cpu {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  [[nodiscard]] int size() const { return static_cast<int>(workers_.size()) + 1; }
+  // Calls body(block, worker) for every block in [0, blocks); returns when all are done.
+  void run(std::int64_t blocks, const std::function<void(std::int64_t, int)>& body);
+
+ private:
+  void work(int worker);
+  void drain(int worker);
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(std::int64_t, int)>* body_ = nullptr;
+  std::int64_t blocks_ = 0;
+  std::atomic<std::int64_t> next_{0};
+  std::uint64_t generation_ = 0;
+  int busy_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace kforge::cpu

@@ -1,0 +1,36 @@
+// `kforge verify` and `kforge bench`: a library kernel through the gates, on each backend named.
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "kforge/backend.hpp"
+
+namespace kforge::cli {
+
+namespace {
+void add_run(CLI::App& app, int& code, const char* name, const char* help, bool bench) {
+  auto* cmd = app.add_subcommand(name, help);
+  auto o = std::make_shared<InstanceOptions>();
+  o->add_to(*cmd);
+  auto no_baseline = std::make_shared<bool>(false);
+  if (bench) cmd->add_flag("--no-baseline", *no_baseline, "do not time the problem's baseline (OpenBLAS for gemm)");
+  cmd->callback([o, no_baseline, bench, &code] {
+    const auto problem = find_problem(o->problem);
+    std::vector<EvalResult> results;
+    for (const auto& name : backend_list(o->backends)) {
+      auto backend = make_backend(name, {.threads = o->threads});
+      EvalRequest req = make_request(*o, *problem, library_kernel(*problem, backend->lang()), name);
+      req.bench = bench;
+      req.baseline = bench && !*no_baseline;
+      results.push_back(evaluate(req, *backend));
+    }
+    print_results(results, o->json, bench);
+    code = exit_code(results);
+  });
+}
+}  // namespace
+
+void add_verify_and_bench(CLI::App& app, int& code) {
+  add_run(app, code, "verify", "check a library kernel against the double-precision reference", false);
+  add_run(app, code, "bench", "verify, then time a library kernel (with its baseline and SOL)", true);
+}
+
+}  // namespace kforge::cli

@@ -1,0 +1,13 @@
+#pragma once
+// Each command adds its subcommand to the app; `code` receives the command's exit code.
+#include <CLI/CLI.hpp>
+
+namespace kforge::cli {
+
+void add_list(CLI::App& app, int& code);
+void add_ceilings(CLI::App& app, int& code);
+void add_verify_and_bench(CLI::App& app, int& code);
+void add_eval(CLI::App& app, int& code);
+void add_tune(CLI::App& app, int& code);
+
+}  // namespace kforge::cli

@@ -1,0 +1,112 @@
+#include "cli/common.hpp"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "kforge/error.hpp"
+#include "kforge/util.hpp"
+
+namespace kforge::cli {
+
+void InstanceOptions::add_to(CLI::App& app, bool problem_positional) {
+  if (problem_positional) app.add_option("problem", problem, "problem name (see `kforge list`)")->required();
+  app.add_option("--backend,-b", backends, "cpu, opencl, cuda, a comma-separated list, or all")
+      ->capture_default_str();
+  app.add_option("--size,-s", sizes, "sizes, e.g. M=1000,N=1000,K=999 (unnamed ones keep their defaults)");
+  app.add_option("--dtype", dtype, "fp32, fp16 or bf16 (fp16/bf16 accumulate in fp32)")->capture_default_str();
+  app.add_option("--params,-p", params, "kernel parameters, e.g. MR=6,NV=2 (the rest keep their defaults)");
+  app.add_option("--threads", threads, "cpu backend threads (0: all cores)")->capture_default_str();
+  app.add_option("--trials", trials, "verification trials, each with fresh inputs")->capture_default_str();
+  app.add_option("--seed", seed, "seed of the input generator")->capture_default_str();
+  app.add_flag("--json", json, "print one JSON document instead of a table");
+}
+
+std::vector<std::string> backend_list(const std::string& spec) {
+  if (spec != "all") return split(spec, ',');
+  std::vector<std::string> out;
+  for (const auto& name : backend_names())
+    if (make_backend(name)->can_run()) out.push_back(name);
+  return out;
+}
+
+EvalRequest make_request(const InstanceOptions& o, const Problem& p, const KernelSpec& kernel,
+                         const std::string& backend) {
+  EvalRequest r;
+  r.problem = p.name();
+  r.kernel = kernel;
+  r.sizes = p.resolve_sizes(parse_assignments(o.sizes));
+  r.dtype = parse_dtype(o.dtype);
+  r.params = parse_assignments(o.params);
+  (void)kernel.resolve(r.params);  // names a parameter the kernel lacks: a usage error, now
+  r.backend = backend;
+  r.backend_options.threads = o.threads;
+  if (o.trials < 1) throw UsageError("--trials must be at least 1");
+  r.verify.trials = o.trials;
+  r.verify.seed = o.seed;
+  return r;
+}
+
+std::string format_sizes(const Sizes& s) {
+  std::string out;
+  for (const auto& [k, v] : s) out += fmt::format("{}{}={}", out.empty() ? "" : ",", k, v);
+  return out;
+}
+
+std::string format_params(const ParamValues& p) { return p.empty() ? "-" : format_sizes(p); }
+
+void print_results(const std::vector<EvalResult>& results, bool json, bool bench) {
+  if (json) {
+    if (results.size() == 1) {
+      fmt::print("{}\n", results[0].to_json().dump(2));
+    } else {
+      nlohmann::json a = nlohmann::json::array();
+      for (const auto& r : results) a.push_back(r.to_json());
+      fmt::print("{}\n", a.dump(2));
+    }
+    return;
+  }
+  for (const auto& r : results) {
+    fmt::print("{} {} on {} [{}]\n", r.problem, r.kernel, r.backend, r.device);
+    fmt::print("  sizes {}  dtype {}  params {}\n", format_sizes(r.sizes), dtype_name(r.dtype),
+               format_params(r.params));
+    fmt::print("  disposition: {}\n", disposition_name(r.disposition));
+    if (!r.passed()) fmt::print("  error: {}\n", r.error);
+    if (!r.compile_log.empty() && r.disposition == Disposition::compile_error)
+      fmt::print("  compiler said:\n{}\n", r.compile_log.substr(0, 4000));
+    if (r.verify)
+      fmt::print("  verify: {} trial(s), max abs error {:.3g}, rel Frobenius {:.3g}, worst error/bound {:.3g}\n",
+                 r.verify->trials_run, r.verify->worst.max_abs_error,
+                 r.verify->worst.rel_frobenius_error, r.verify->worst.max_bound_ratio);
+    if (bench && r.timing) {
+      fmt::print("  time: median {:.4g} ms, min {:.4g} ms, stdev {:.2g} ms over {} runs{}\n",
+                 r.timing->median_s * 1e3, r.timing->min_s * 1e3, r.timing->stdev_s * 1e3,
+                 r.timing->repetitions(), r.timing->noise_target_met ? "" : " (noise target not met)");
+      fmt::print("  {:.2f} GFLOP/s, {:.2f} GB/s", r.gflops, r.gbytes_s);
+      if (r.roofline)
+        fmt::print(", speed of light {:.1f}% ({}-bound)", 100 * r.roofline->sol_fraction, r.roofline->bound);
+      fmt::print("\n");
+      if (r.baseline)
+        fmt::print("  {}: median {:.4g} ms -> kforge is {:.2f}x the baseline's speed\n", r.baseline_name,
+                   r.baseline->median_s * 1e3, r.speedup());
+    }
+  }
+}
+
+int exit_code(const std::vector<EvalResult>& results) {
+  for (const auto& r : results)
+    if (!r.passed()) return kExitFailedGate;
+  return kExitPassed;
+}
+
+void progress(const std::string& what, int done, int total) {
+  if (!isatty(2)) return;
+  const int width = 30, filled = total > 0 ? width * done / total : width;
+  fmt::print(stderr, "\r{} [{}{}] {}/{}", what, std::string(filled, '#'), std::string(width - filled, '.'),
+             done, total);
+  if (done >= total) fmt::print(stderr, "\n");
+  std::fflush(stderr);
+}
+
+}  // namespace kforge::cli

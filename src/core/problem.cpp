@@ -1,0 +1,79 @@
+#include "kforge/problem.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/error.hpp"
+#include "kforge/util.hpp"
+
+namespace kforge {
+
+Sizes Problem::resolve_sizes(const Sizes& overrides) const {
+  Sizes s = default_sizes();
+  for (const auto& [k, v] : overrides) {
+    if (!s.count(k)) {
+      std::string names;
+      for (const auto& n : size_names()) names += (names.empty() ? "" : ",") + n;
+      throw UsageError("problem " + name() + " has no size '" + k + "' (its sizes: " + names + ")");
+    }
+    if (v < 1) throw UsageError("size " + k + "=" + std::to_string(v) + " must be at least 1");
+    s[k] = v;
+  }
+  return s;
+}
+
+Instance Problem::make_instance(const Sizes& s, DType t, Distribution dist, std::uint64_t seed,
+                                int trial) const {
+  Instance inst;
+  inst.sizes = s;
+  inst.dtype = t;
+  inst.scalars = scalars_for_trial(trial);
+  const auto specs = tensors();
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    std::vector<double> v(static_cast<std::size_t>(tensor_elements(i, s)));
+    fill_random(v, dist, seed, 1000 * static_cast<std::uint64_t>(trial) + i);
+    round_to(t, v);
+    inst.tensors.push_back(std::move(v));
+  }
+  return inst;
+}
+
+std::string Problem::signature(Lang lang) const {
+  std::string elem = "T";
+  std::string sig = "(";
+  for (const auto& t : tensors()) {
+    const std::string cnst = t.role == Role::in ? "const " : "";
+    if (lang == Lang::opencl) sig += "__global " + cnst + elem + "* " + t.name + ", ";
+    else sig += cnst + elem + "* " + t.name + ", ";
+  }
+  for (const auto& n : size_names()) sig += "int " + n + ", ";
+  for (const auto& n : scalar_names()) sig += "float " + n + ", ";
+  sig.resize(sig.size() - 2);
+  return sig + ")";
+}
+
+std::shared_ptr<Problem> find_problem(const std::string& name) {
+  for (const auto& p : problems())
+    if (p->name() == name) return p;
+  std::string names;
+  for (const auto& p : problems()) names += (names.empty() ? "" : ", ") + p->name();
+  throw UsageError("unknown problem '" + name + "' (known: " + names + ")");
+}
+
+std::vector<KernelSpec> library_kernels(const Problem& p) {
+  std::vector<KernelSpec> out;
+  for (const std::string& path : p.kernel_specs()) {
+    const std::string dir = path.substr(0, path.rfind('/') + 1);
+    const auto j = nlohmann::json::parse(embedded_file(path));
+    out.push_back(KernelSpec::from_json(j, [&](const std::string& f) { return embedded_file(dir + f); }));
+    out.back().source_path = dir + out.back().source_path;
+  }
+  return out;
+}
+
+KernelSpec library_kernel(const Problem& p, Lang lang) {
+  for (auto& k : library_kernels(p))
+    if (k.lang == lang) return k;
+  throw UsageError("problem " + p.name() + " has no " + std::string(lang_name(lang)) + " kernel");
+}
+
+}  // namespace kforge

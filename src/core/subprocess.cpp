@@ -1,0 +1,111 @@
+#include "kforge/subprocess.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+
+namespace kforge {
+
+std::string ProcessResult::describe() const {
+  if (timed_out) return "timed out and was killed";
+  if (signal) return std::string("killed by signal ") + std::to_string(signal) + " (" +
+                     strsignal(signal) + ")";
+  return "exit code " + std::to_string(exit_code);
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input,
+                          const ProcessLimits& limits) {
+  int in_pipe[2], out_pipe[2], err_pipe[2];
+  if (pipe2(in_pipe, O_CLOEXEC) || pipe2(out_pipe, O_CLOEXEC) || pipe2(err_pipe, O_CLOEXEC))
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    dup2(in_pipe[0], 0);
+    dup2(out_pipe[1], 1);
+    dup2(err_pipe[1], 2);
+    setpgid(0, 0);  // its own group, so a timeout kills whatever it started too
+    if (limits.memory_bytes > 0) {
+      rlimit rl{static_cast<rlim_t>(limits.memory_bytes), static_cast<rlim_t>(limits.memory_bytes)};
+      setrlimit(RLIMIT_AS, &rl);
+    }
+    rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    execvp(args[0], args.data());
+    const char msg[] = "exec failed\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    _exit(127);
+  }
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+
+  ProcessResult r;
+  std::size_t written = 0;
+  int in_fd = in_pipe[1];
+  if (input.empty()) { close(in_fd); in_fd = -1; }
+  else fcntl(in_fd, F_SETFL, O_NONBLOCK);
+  const auto start = std::chrono::steady_clock::now();
+  int out_fd = out_pipe[0], err_fd = err_pipe[0];
+  signal(SIGPIPE, SIG_IGN);
+  while (out_fd >= 0 || err_fd >= 0) {
+    pollfd fds[3];
+    int n = 0;
+    if (out_fd >= 0) fds[n++] = {out_fd, POLLIN, 0};
+    if (err_fd >= 0) fds[n++] = {err_fd, POLLIN, 0};
+    if (in_fd >= 0) fds[n++] = {in_fd, POLLOUT, 0};
+    int wait_ms = 100;
+    if (limits.timeout_s > 0) {
+      const double left = limits.timeout_s -
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (left <= 0) {
+        r.timed_out = true;
+        kill(-pid, SIGKILL);
+        kill(pid, SIGKILL);
+        break;
+      }
+      wait_ms = static_cast<int>(std::min(left * 1000.0 + 1, 100.0));
+    }
+    if (poll(fds, n, wait_ms) < 0 && errno != EINTR) break;
+    for (int i = 0; i < n; ++i) {
+      if (!fds[i].revents) continue;
+      if (fds[i].fd == in_fd) {
+        const ssize_t w = write(in_fd, input.data() + written, input.size() - written);
+        if (w > 0) written += static_cast<std::size_t>(w);
+        if (w < 0 || written == input.size()) { close(in_fd); in_fd = -1; }
+        continue;
+      }
+      char buf[65536];
+      const ssize_t got = read(fds[i].fd, buf, sizeof buf);
+      std::string& dst = fds[i].fd == out_fd ? r.out : r.err;
+      if (got > 0) {
+        dst.append(buf, static_cast<std::size_t>(got));
+      } else {
+        close(fds[i].fd);
+        (fds[i].fd == out_fd ? out_fd : err_fd) = -1;
+      }
+    }
+  }
+  for (int fd : {in_fd, out_fd, err_fd}) if (fd >= 0) close(fd);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!r.timed_out) {
+    if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+    else if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  }
+  return r;
+}
+
+}  // namespace kforge

@@ -1,0 +1,130 @@
+// EvalRequest and EvalResult as JSON: the worker protocol and the `--json` output.
+#include <nlohmann/json.hpp>
+
+#include "kforge/evaluate.hpp"
+
+namespace kforge {
+
+nlohmann::json EvalRequest::to_json() const {
+  nlohmann::json dists = nlohmann::json::array();
+  for (Distribution d : verify.distributions) dists.push_back(distribution_name(d));
+  return {{"problem", problem},
+          {"kernel", kernel.to_json(true)},
+          {"sizes", sizes},
+          {"dtype", dtype_name(dtype)},
+          {"params", params},
+          {"backend", backend},
+          {"threads", backend_options.threads},
+          {"device_index", backend_options.device_index},
+          {"verify", {{"trials", verify.trials}, {"distributions", dists}, {"seed", verify.seed}}},
+          {"bench", bench},
+          {"measure", {{"warmup", measure.warmup}, {"min_repetitions", measure.min_repetitions},
+                       {"max_repetitions", measure.max_repetitions}, {"min_time_s", measure.min_time_s},
+                       {"max_time_s", measure.max_time_s}, {"target_rel_stdev", measure.target_rel_stdev}}},
+          {"baseline", baseline}};
+}
+
+EvalRequest EvalRequest::from_json(const nlohmann::json& j) {
+  EvalRequest r;
+  r.problem = j.at("problem");
+  const auto& k = j.at("kernel");
+  r.kernel = KernelSpec::from_json_with_source(k, k.at("source_text").get<std::string>());
+  r.kernel.source_path = k.value("source", std::string());
+  r.sizes = j.at("sizes").get<Sizes>();
+  r.dtype = parse_dtype(j.at("dtype").get<std::string>());
+  r.params = j.at("params").get<ParamValues>();
+  r.backend = j.at("backend");
+  r.backend_options.threads = j.value("threads", 0);
+  r.backend_options.device_index = j.value("device_index", 0);
+  const auto& v = j.at("verify");
+  r.verify.trials = v.at("trials");
+  r.verify.seed = v.at("seed");
+  r.verify.distributions.clear();
+  for (const auto& d : v.at("distributions")) r.verify.distributions.push_back(parse_distribution(d.get<std::string>()));
+  r.bench = j.at("bench");
+  const auto& m = j.at("measure");
+  r.measure = {m.at("warmup"), m.at("min_repetitions"), m.at("max_repetitions"),
+               m.at("min_time_s"), m.at("max_time_s"), m.at("target_rel_stdev")};
+  r.baseline = j.at("baseline");
+  return r;
+}
+
+nlohmann::json EvalResult::to_json() const {
+  nlohmann::json j = {{"problem", problem},     {"kernel", kernel},   {"backend", backend},
+                      {"device", device},       {"sizes", sizes},     {"dtype", dtype_name(dtype)},
+                      {"params", params},       {"disposition", disposition_name(disposition)},
+                      {"compile_s", compile_s}};
+  if (!passed()) j["error"] = error;
+  if (!compile_log.empty()) j["compile_log"] = compile_log;
+  if (verify) j["verify"] = verify->to_json();
+  if (timing) {
+    j["median_s"] = timing->median_s;
+    j["min_s"] = timing->min_s;
+    j["mean_s"] = timing->mean_s;
+    j["stdev_s"] = timing->stdev_s;
+    j["repetitions"] = timing->repetitions();
+    j["noise_target_met"] = timing->noise_target_met;
+    j["samples"] = timing->samples;
+    j["gflops"] = gflops;
+    j["gbytes_s"] = gbytes_s;
+  }
+  if (roofline) {
+    j["sol_fraction"] = roofline->sol_fraction;
+    j["bound"] = roofline->bound;
+    j["arithmetic_intensity"] = roofline->arithmetic_intensity;
+  }
+  if (baseline) {
+    j["baseline"] = {{"name", baseline_name}, {"median_s", baseline->median_s},
+                     {"min_s", baseline->min_s}, {"stdev_s", baseline->stdev_s},
+                     {"repetitions", baseline->repetitions()}, {"samples", baseline->samples}};
+    j["speedup_vs_baseline"] = speedup();
+  }
+  return j;
+}
+
+EvalResult EvalResult::from_json(const nlohmann::json& j) {
+  EvalResult r;
+  r.problem = j.value("problem", "");
+  r.kernel = j.value("kernel", "");
+  r.backend = j.value("backend", "");
+  r.device = j.value("device", "");
+  r.sizes = j.value("sizes", Sizes{});
+  r.dtype = parse_dtype(j.value("dtype", "fp32"));
+  r.params = j.value("params", ParamValues{});
+  r.disposition = parse_disposition(j.at("disposition").get<std::string>());
+  r.error = j.value("error", "");
+  r.compile_log = j.value("compile_log", "");
+  r.compile_s = j.value("compile_s", 0.0);
+  if (j.contains("verify")) {
+    const auto& v = j.at("verify");
+    VerifyReport rep;
+    rep.passed = v.at("passed");
+    rep.failure = v.at("failure");
+    rep.trials_run = v.at("trials");
+    rep.worst_distribution = v.at("worst_distribution");
+    rep.worst.elements = v.at("elements");
+    rep.worst.bad_elements = v.at("bad_elements");
+    rep.worst.unwritten = v.at("unwritten");
+    rep.worst.non_finite = v.at("non_finite");
+    rep.worst.max_abs_error = v.at("max_abs_error");
+    rep.worst.max_rel_error = v.at("max_rel_error");
+    rep.worst.rel_frobenius_error = v.at("rel_frobenius_error");
+    rep.worst.max_bound_ratio = v.at("max_error_over_bound");
+    r.verify = rep;
+  }
+  if (j.contains("samples")) {
+    r.timing = summarize(j.at("samples").get<std::vector<double>>());
+    r.timing->noise_target_met = j.value("noise_target_met", false);
+    r.gflops = j.value("gflops", 0.0);
+    r.gbytes_s = j.value("gbytes_s", 0.0);
+  }
+  if (j.contains("sol_fraction"))
+    r.roofline = Roofline{j.at("sol_fraction"), j.at("bound"), j.at("arithmetic_intensity")};
+  if (j.contains("baseline")) {
+    r.baseline_name = j.at("baseline").at("name");
+    r.baseline = summarize(j.at("baseline").at("samples").get<std::vector<double>>());
+  }
+  return r;
+}
+
+}  // namespace kforge

@@ -1,0 +1,59 @@
+// Evaluation in a kforge-worker subprocess: the request goes in on stdin as JSON, the result
+// comes back on stdout; a death or a hang of the worker is turned into a disposition here.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "kforge/evaluate.hpp"
+
+namespace kforge {
+namespace {
+
+std::string worker_path() {
+  if (const char* w = std::getenv("KFORGE_WORKER"); w && *w) return w;
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto beside = self.parent_path() / "kforge-worker";
+    if (std::filesystem::exists(beside)) return beside.string();
+  }
+  return KFORGE_WORKER_PATH;
+}
+
+std::string tail(const std::string& s, std::size_t n = 2000) {
+  return s.size() <= n ? s : "..." + s.substr(s.size() - n);
+}
+
+}  // namespace
+
+EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limits) {
+  const ProcessResult p = run_process({worker_path()}, req.to_json().dump(),
+                                      {.timeout_s = limits.timeout_s, .memory_bytes = limits.memory_bytes});
+  if (p.ok()) {
+    try {
+      return EvalResult::from_json(nlohmann::json::parse(p.out));
+    } catch (const std::exception& e) {
+      // fall through: a kernel that scribbled on stdout is reported as crashed below
+    }
+  }
+  EvalResult r;
+  r.problem = req.problem;
+  r.kernel = req.kernel.name;
+  r.backend = req.backend;
+  r.sizes = req.sizes;
+  r.dtype = req.dtype;
+  r.params = req.kernel.resolve(req.params);
+  if (p.timed_out) {
+    r.disposition = Disposition::timeout;
+    r.error = "the evaluation ran past its " + std::to_string(limits.timeout_s) +
+              " s limit and was killed (an endless loop or a kernel far too slow)";
+  } else {
+    r.disposition = Disposition::crashed;
+    r.error = "the worker running the kernel " + p.describe();
+    if (!p.err.empty()) r.error += ": " + tail(p.err);
+  }
+  return r;
+}
+
+}  // namespace kforge
