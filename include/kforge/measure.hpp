@@ -35,6 +35,15 @@ struct Timing {
 // `once` runs the thing once and returns its seconds on the backend's clock.
 [[nodiscard]] Timing measure(const std::function<double()>& once, const MeasureOptions& o = {});
 
+// Two things timed in alternation (a, b, a, b, ...) under one stopping rule that both must
+// meet, so a noisy neighbour slows both alike and their ratio stays honest.
+struct PairTiming {
+  Timing a, b;
+};
+[[nodiscard]] PairTiming measure_pair(const std::function<double()>& a,
+                                      const std::function<double()>& b,
+                                      const MeasureOptions& o = {});
+
 // The machine's own speed limits, measured by kforge's micro-benchmarks on a backend's device.
 struct Ceilings {
   std::string fingerprint;      // backend, device and build flags the figures belong to

@@ -65,10 +65,12 @@ class Problem {
   // The fewest bytes that must move: each input read once, each output written once.
   [[nodiscard]] virtual double bytes(const Sizes& s, DType t) const = 0;
 
-  // The peer a user would otherwise call (OpenBLAS for gemm), prepared on `inst`; each call of
-  // the returned function runs it once. Empty when the problem has no baseline for this dtype.
-  [[nodiscard]] virtual std::function<void()> baseline(const Instance& inst) const {
+  // The peer a user would otherwise call (OpenBLAS for gemm), prepared on `inst` to use
+  // `threads` threads (0: all cores), as the kernel does; each call of the returned function
+  // runs it once. Empty when the problem has no baseline.
+  [[nodiscard]] virtual std::function<void()> baseline(const Instance& inst, int threads) const {
     (void)inst;
+    (void)threads;
     return {};
   }
   [[nodiscard]] virtual std::string baseline_name() const { return {}; }

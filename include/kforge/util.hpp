@@ -2,6 +2,7 @@
 // Small shared helpers: content hashing, cache folders, embedded files, text.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,10 @@ namespace kforge {
 [[nodiscard]] std::string read_file(const std::filesystem::path& p);  // throws UsageError
 // Writes through a temporary and a rename, so a reader never sees half a file.
 void write_file_atomic(const std::filesystem::path& p, std::string_view text);
+
+// Splits [0, n) into one contiguous range per core and runs body(begin, end) on each, for
+// references and other host loops whose iterations are independent.
+void parallel_for(std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& body);
 
 [[nodiscard]] std::vector<std::string> split(std::string_view s, char sep);
 [[nodiscard]] std::string trim(std::string_view s);

@@ -4,8 +4,10 @@
 #include <cblas.h>
 
 #include <cmath>
+#include <thread>
 
 #include "kforge/problem.hpp"
+#include "kforge/util.hpp"
 
 namespace kforge {
 namespace {
@@ -40,8 +42,10 @@ class Gemm final : public Problem {
     const double alpha = in.scalars.at("alpha"), beta = in.scalars.at("beta");
     const auto &A = in.tensors[0], &B = in.tensors[1], &C = in.tensors[2];
     std::vector<double> c(M * N, 0.0), m(M * N, 0.0);
-    // i-k-j order: the same sums as the textbook triple loop, in an order that streams rows.
-    for (std::int64_t i = 0; i < M; ++i) {
+    // i-k-j order: the same sums as the textbook triple loop, in an order that streams rows;
+    // rows are independent, so they are shared among the cores.
+    parallel_for(M, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) {
       double* ci = &c[i * N];
       double* mi = &m[i * N];
       for (std::int64_t k = 0; k < K; ++k) {
@@ -53,6 +57,7 @@ class Gemm final : public Problem {
         }
       }
     }
+    });
     for (std::int64_t e = 0; e < M * N; ++e) {
       const double cin = beta != 0.0 ? beta * C[e] : 0.0;
       m[e] = std::fabs(alpha) * m[e] + std::fabs(cin);
@@ -72,7 +77,7 @@ class Gemm final : public Problem {
   }
 
   // OpenBLAS sgemm on fp32 copies of the inputs (for fp16/bf16 too: the peer a user has).
-  std::function<void()> baseline(const Instance& in) const override {
+  std::function<void()> baseline(const Instance& in, int threads) const override {
     const int M = static_cast<int>(in.sizes.at("M")), N = static_cast<int>(in.sizes.at("N")),
               K = static_cast<int>(in.sizes.at("K"));
     const float alpha = static_cast<float>(in.scalars.at("alpha"));
@@ -80,7 +85,9 @@ class Gemm final : public Problem {
     auto a = std::make_shared<std::vector<float>>(in.tensors[0].begin(), in.tensors[0].end());
     auto b = std::make_shared<std::vector<float>>(in.tensors[1].begin(), in.tensors[1].end());
     auto c = std::make_shared<std::vector<float>>(in.tensors[2].begin(), in.tensors[2].end());
+    const int nthreads = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
     return [=] {
+      openblas_set_num_threads(nthreads);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, alpha, a->data(), K,
                   b->data(), N, beta, c->data(), N);
     };

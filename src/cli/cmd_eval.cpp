@@ -17,6 +17,19 @@ struct EvalOptions : InstanceOptions {
   double memory_gib = 8;
 };
 
+// Splits a list of expressions at the commas outside parentheses, so that
+// 'ceil_div(N,64),ceil_div(M,64)' is two expressions, not four pieces.
+std::vector<std::string> split_expressions(const std::string& text) {
+  std::vector<std::string> out{std::string()};
+  int depth = 0;
+  for (char c : text) {
+    if (c == ',' && depth == 0) { out.emplace_back(); continue; }
+    depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+    out.back() += c;
+  }
+  return out;
+}
+
 std::string backend_for(Lang l) {
   switch (l) {
     case Lang::cpp: return "cpu";
@@ -40,8 +53,8 @@ KernelSpec candidate_spec(const EvalOptions& o, const Problem& p) {
   if (!o.lang.empty()) j["lang"] = o.lang;
   if (!j.contains("lang")) throw UsageError("say the source's language with --lang cpp|opencl|cuda");
   if (!o.entry.empty()) j["entry"] = o.entry;
-  if (!o.grid.empty()) j["grid"] = split(o.grid, ',');
-  if (!o.block.empty()) j["block"] = split(o.block, ',');
+  if (!o.grid.empty()) j["grid"] = split_expressions(o.grid);
+  if (!o.block.empty()) j["block"] = split_expressions(o.block);
   if (!j.contains("dtypes")) {
     j["dtypes"] = nlohmann::json::array();
     for (DType d : p.dtypes()) j["dtypes"].push_back(dtype_name(d));

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
+#include <algorithm>
 
 #include "kforge/error.hpp"
 
@@ -71,6 +73,20 @@ void write_file_atomic(const std::filesystem::path& p, std::string_view text) {
     if (!out) throw std::runtime_error("cannot write '" + tmp + "'");
   }
   std::filesystem::rename(tmp, p);
+}
+
+void parallel_for(std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& body) {
+  const std::int64_t workers = std::min<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()), n);
+  if (workers <= 1) {
+    if (n > 0) body(0, n);
+    return;
+  }
+  std::vector<std::thread> threads;
+  const std::int64_t chunk = (n + workers - 1) / workers;
+  for (std::int64_t b = chunk; b < n; b += chunk)
+    threads.emplace_back([&body, b, e = std::min(n, b + chunk)] { body(b, e); });
+  body(0, std::min(n, chunk));
+  for (auto& t : threads) t.join();
 }
 
 std::vector<std::string> split(std::string_view s, char sep) {

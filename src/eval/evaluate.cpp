@@ -110,21 +110,27 @@ void run_gates(const EvalRequest& req, Backend& backend, EvalResult& r) {
 
   const Instance inst = bench_instance(*problem, req);
   runner.load(inst, false);
-  r.timing = measure([&] { return runner.launch(); }, req.measure);
+  const std::function<double()> kernel_once = [&] { return runner.launch(); };
+  std::function<void()> base = req.baseline ? problem->baseline(inst, req.backend_options.threads)
+                                            : std::function<void()>{};
+  if (base) {
+    // Interleaved with the kernel, so both see the same machine.
+    const std::function<double()> base_once = [&] {
+      const auto t0 = std::chrono::steady_clock::now();
+      base();
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    PairTiming pt = measure_pair(kernel_once, base_once, req.measure);
+    r.timing = std::move(pt.a);
+    r.baseline = std::move(pt.b);
+    r.baseline_name = problem->baseline_name();
+  } else {
+    r.timing = measure(kernel_once, req.measure);
+  }
   const double flops = problem->flops(req.sizes), bytes = problem->bytes(req.sizes, req.dtype);
   r.gflops = flops / r.timing->median_s * 1e-9;
   r.gbytes_s = bytes / r.timing->median_s * 1e-9;
   r.roofline = roofline(ceilings(backend), req.dtype, flops, bytes, r.timing->median_s);
-  if (req.baseline) {
-    if (auto base = problem->baseline(inst)) {
-      r.baseline_name = problem->baseline_name();
-      r.baseline = measure([&] {
-        const auto t0 = std::chrono::steady_clock::now();
-        base();
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      }, req.measure);
-    }
-  }
 }
 
 }  // namespace

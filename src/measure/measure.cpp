@@ -24,29 +24,55 @@ Timing summarize(std::vector<double> samples) {
   return t;
 }
 
-Timing measure(const std::function<double()>& once, const MeasureOptions& o) {
-  for (int i = 0; i < o.warmup; ++i) once();
-  std::vector<double> samples;
+namespace {
+
+bool quiet_enough(const std::vector<double>& samples, double target) {
+  const Timing t = summarize(samples);
+  return t.mean_s > 0 && t.stdev_s / t.mean_s <= target;
+}
+
+// Samples every function in `runs` in turn until the stopping rule holds for all of them:
+// at least min_repetitions and min_time_s, then stop once every relative stdev is under the
+// target, or once there are 3x the minimum samples and half the time budget is spent (noisy,
+// but enough for a trustworthy median), or at max_time_s / max_repetitions.
+std::vector<Timing> measure_all(const std::vector<const std::function<double()>*>& runs,
+                                const MeasureOptions& o) {
+  for (int i = 0; i < o.warmup; ++i)
+    for (const auto* r : runs) (*r)();
+  std::vector<std::vector<double>> samples(runs.size());
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   bool met = false;
-  while (static_cast<int>(samples.size()) < o.max_repetitions) {
-    samples.push_back(once());
-    const int n = static_cast<int>(samples.size());
+  for (int n = 1; n <= o.max_repetitions; ++n) {
+    for (std::size_t i = 0; i < runs.size(); ++i) samples[i].push_back((*runs[i])());
     if (n < o.min_repetitions) continue;
-    const Timing t = summarize(samples);
-    met = t.mean_s > 0 && t.stdev_s / t.mean_s <= o.target_rel_stdev;
-    if (elapsed() >= o.max_time_s) break;
-    if (elapsed() >= o.min_time_s && met) break;
-    if (elapsed() >= o.min_time_s && n >= 3 * o.min_repetitions &&
-        elapsed() >= 0.5 * o.max_time_s)
-      break;  // noisy, but enough samples for a trustworthy median
+    met = true;
+    for (const auto& s : samples) met = met && quiet_enough(s, o.target_rel_stdev);
+    const double t = elapsed();
+    if (t >= o.max_time_s || (t >= o.min_time_s && met) ||
+        (t >= o.min_time_s && n >= 3 * o.min_repetitions && t >= 0.5 * o.max_time_s))
+      break;
   }
-  Timing t = summarize(samples);
-  t.noise_target_met = met;
-  return t;
+  std::vector<Timing> out;
+  for (auto& s : samples) {
+    out.push_back(summarize(std::move(s)));
+    out.back().noise_target_met = quiet_enough(out.back().samples, o.target_rel_stdev);
+  }
+  return out;
+}
+
+}  // namespace
+
+Timing measure(const std::function<double()>& once, const MeasureOptions& o) {
+  return measure_all({&once}, o).front();
+}
+
+PairTiming measure_pair(const std::function<double()>& a, const std::function<double()>& b,
+                        const MeasureOptions& o) {
+  auto t = measure_all({&a, &b}, o);
+  return {std::move(t[0]), std::move(t[1])};
 }
 
 nlohmann::json Timing::to_json() const {

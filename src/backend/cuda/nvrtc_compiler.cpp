@@ -1,0 +1,105 @@
+#include "backend/cuda/nvrtc_compiler.hpp"
+
+#include <nvrtc.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+
+#include "kforge/error.hpp"
+#include "kforge/util.hpp"
+
+namespace kforge::cuda {
+namespace {
+
+struct ProgramDeleter {
+  void operator()(nvrtcProgram p) const { nvrtcDestroyProgram(&p); }
+};
+using Program = std::unique_ptr<_nvrtcProgram, ProgramDeleter>;
+
+std::vector<std::string> options(const Defines& defines, const std::string& arch) {
+  std::vector<std::string> o{"--gpu-architecture=" + arch, "-std=c++17"};
+  // The toolkit's headers (cuda_fp16.h, cuda_bf16.h, ...), found when kforge was configured.
+  for (const auto& dir : split(KFORGE_CUDA_INCLUDE, ';'))
+    if (!dir.empty()) o.push_back("-I" + dir);
+  for (const auto& [k, v] : defines) o.push_back("-D" + k + "=" + v);
+  return o;
+}
+
+std::string program_log(nvrtcProgram p) {
+  std::size_t n = 0;
+  if (nvrtcGetProgramLogSize(p, &n) != NVRTC_SUCCESS || n <= 1) return {};
+  std::string log(n, '\0');
+  nvrtcGetProgramLog(p, log.data());
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+}  // namespace
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+Cubin compile_cubin(const std::string& source, const std::string& entry, const Defines& defines,
+                    const std::string& arch) {
+  const std::vector<std::string> opts = options(defines, arch);
+  std::string key = "nvrtc " + nvrtc_version() + '\0' + entry + '\0' + source;
+  for (const auto& o : opts) key += '\0' + o;
+  const auto dir = cache_dir("cuda");
+  const std::string stem = hex64(hash64(key));
+  const auto cubin_path = dir / (stem + ".cubin"), name_path = dir / (stem + ".entry");
+
+  Cubin out;
+  out.arch = arch;
+  if (std::filesystem::exists(cubin_path) && std::filesystem::exists(name_path)) {
+    try {
+      out.image = read_file(cubin_path);
+      out.entry_name = read_file(name_path);
+      if (!out.image.empty() && !out.entry_name.empty()) return out;
+    } catch (const std::exception&) {
+      // unreadable: compile again
+    }
+  }
+
+  const auto t0 = std::chrono::steady_clock::now();
+  nvrtcProgram raw = nullptr;
+  if (nvrtcResult r = nvrtcCreateProgram(&raw, source.c_str(), "kernel.cu", 0, nullptr, nullptr);
+      r != NVRTC_SUCCESS)
+    throw CompileError("NVRTC could not create a program", nvrtcGetErrorString(r));
+  const Program prog(raw);
+  // Asking for the entry's lowered name makes NVRTC check that the source defines it, and
+  // gives its symbol even when it has C++ linkage.
+  nvrtcAddNameExpression(raw, entry.c_str());
+  std::vector<const char*> argv;
+  for (const auto& o : opts) argv.push_back(o.c_str());
+  const nvrtcResult r = nvrtcCompileProgram(raw, static_cast<int>(argv.size()), argv.data());
+  out.log = program_log(raw);
+  if (r != NVRTC_SUCCESS) {
+    if (out.log.find("__nv_name_map") != std::string::npos)
+      throw CompileError(
+          "the source defines no kernel '" + entry + "'",
+          "declare it as: extern \"C\" __global__ void " + entry + "(...)\n" + out.log);
+    throw CompileError(
+        std::string("CUDA compilation failed (") + nvrtcGetErrorString(r) + ", " + arch + ")",
+        out.log);
+  }
+  const char* lowered = nullptr;
+  if (nvrtcGetLoweredName(raw, entry.c_str(), &lowered) != NVRTC_SUCCESS || !lowered)
+    throw CompileError("the source defines no kernel '" + entry + "'", out.log);
+  out.entry_name = lowered;
+  std::size_t size = 0;
+  if (nvrtcGetCUBINSize(raw, &size) != NVRTC_SUCCESS || size == 0)
+    throw CompileError("NVRTC produced no CUBIN for " + arch, out.log);
+  out.image.resize(size);
+  nvrtcGetCUBIN(raw, out.image.data());
+  out.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  write_file_atomic(name_path, out.entry_name);
+  write_file_atomic(cubin_path, out.image);
+  return out;
+}
+
+}  // namespace kforge::cuda

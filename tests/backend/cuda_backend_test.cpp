@@ -1,0 +1,257 @@
+// The cuda backend: NVRTC compiles every library CUDA kernel for sm_90 on any machine; without
+// a driver or device it says why and refuses to launch; with a GPU the gemm passes
+// verification at sizes off every tile (those tests skip themselves without a device).
+#ifdef KFORGE_WITH_CUDA
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "backend/cuda/nvrtc_compiler.hpp"
+#include "kforge/backend.hpp"
+#include "kforge/error.hpp"
+#include "kforge/evaluate.hpp"
+#include "kforge/problem.hpp"
+#include "kforge/util.hpp"
+
+namespace kforge {
+namespace {
+
+const bool kCacheDirSet = [] {
+  setenv("KFORGE_CACHE_DIR", "/tmp/kfcache-tests", /*overwrite=*/0);
+  return true;
+}();
+
+Defines defines_for(const ParamValues& params, DType t) {
+  Defines d;
+  for (const auto& [k, v] : params) d.emplace_back(k, std::to_string(v));
+  std::string tag(dtype_name(t));
+  std::transform(tag.begin(), tag.end(), tag.begin(),
+                 [](unsigned char c) { return std::toupper(c); });
+  d.emplace_back("KF_DTYPE_" + tag, "1");
+  return d;
+}
+
+std::vector<KernelSpec> cuda_library_kernels() {
+  std::vector<KernelSpec> out;
+  for (const auto& p : problems())
+    for (auto& k : library_kernels(*p))
+      if (k.lang == Lang::cuda) out.push_back(std::move(k));
+  return out;
+}
+
+bool driver_present() {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h) dlclose(h);
+  return h != nullptr;
+}
+
+TEST(CudaBackend, EveryLibraryKernelCompilesForSm90) {
+  const auto kernels = cuda_library_kernels();
+  ASSERT_FALSE(kernels.empty()) << "no library kernel in CUDA";
+  for (const auto& k : kernels)
+    for (DType t : k.dtypes) {
+      SCOPED_TRACE(k.name + " " + std::string(dtype_name(t)));
+      try {
+        const cuda::Cubin c =
+            cuda::compile_cubin(k.source, k.entry, defines_for(k.defaults, t), "sm_90");
+        EXPECT_FALSE(c.image.empty());
+        EXPECT_EQ(c.entry_name, k.entry);  // extern "C": the symbol is the name
+      } catch (const CompileError& e) {
+        ADD_FAILURE() << e.what() << "\n" << e.log;
+      }
+    }
+}
+
+TEST(CudaBackend, LibraryKernelsCompileThroughTheBackend) {
+  auto b = make_backend("cuda");
+  for (const auto& k : cuda_library_kernels())
+    for (DType t : k.dtypes) {
+      SCOPED_TRACE(k.name + " " + std::string(dtype_name(t)));
+      try {
+        auto m = b->compile(k.source, k.entry, defines_for(k.defaults, t));
+        EXPECT_NE(m, nullptr);
+      } catch (const CompileError& e) {
+        ADD_FAILURE() << e.what() << "\n" << e.log;
+      }
+    }
+}
+
+TEST(CudaBackend, CeilingsMicroBenchmarksCompileForSm90) {
+  const std::string& src = embedded_file("src/measure/ceilings/ceilings.cu");
+  for (const char* entry : {"peak_fp32", "peak_fp64", "triad"}) {
+    SCOPED_TRACE(entry);
+    EXPECT_NO_THROW((void)cuda::compile_cubin(src, entry, {}, "sm_90"));
+  }
+}
+
+TEST(CudaBackend, SecondCompileComesFromTheCache) {
+  auto b = make_backend("cuda");
+  const std::string src = "extern \"C\" __global__ void k(float* x) { x[threadIdx.x] = NONCE; }\n";
+  const std::string nonce =
+      std::to_string(std::chrono::steady_clock::now().time_since_epoch().count() % 1000000007) +
+      ".0f";
+  auto first = b->compile(src, "k", {{"NONCE", nonce}});
+  EXPECT_GT(first->compile_s, 0.0);
+  auto second = b->compile(src, "k", {{"NONCE", nonce}});
+  EXPECT_EQ(second->compile_s, 0.0);
+}
+
+TEST(CudaBackend, SyntaxErrorGivesCompileErrorWithTheLog) {
+  auto b = make_backend("cuda");
+  const std::string src =
+      "extern \"C\" __global__ void k(float* x) {\n  int i = threadIdx.x\n  x[i] = 1;\n}\n";
+  try {
+    (void)b->compile(src, "k", {});
+    FAIL() << "a syntax error compiled";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA compilation failed"), std::string::npos) << e.what();
+    EXPECT_NE(e.log.find("error"), std::string::npos) << e.log;
+    EXPECT_NE(e.log.find("expected a \";\""), std::string::npos) << e.log;
+  }
+}
+
+TEST(CudaBackend, MissingEntryGivesCompileError) {
+  auto b = make_backend("cuda");
+  try {
+    (void)b->compile("extern \"C\" __global__ void other(float* x) { x[0] = 1; }\n", "gemm", {});
+    FAIL() << "a source without the entry compiled";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("no kernel 'gemm'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CudaBackend, WithoutADriverItSaysWhyAndRefusesToRun) {
+  if (driver_present()) GTEST_SKIP() << "this machine has a CUDA driver";
+  auto b = make_backend("cuda");
+  EXPECT_EQ(b->name(), "cuda");
+  EXPECT_EQ(b->lang(), Lang::cuda);
+  EXPECT_FALSE(b->can_run());
+  EXPECT_EQ(b->device(), "no CUDA driver (libcuda.so.1) on this machine");
+  EXPECT_THROW((void)b->alloc(64), NotSupported);
+  auto m = b->compile("extern \"C\" __global__ void k(float* x) { x[0] = 1; }\n", "k", {});
+  EXPECT_THROW((void)b->run(*m, LaunchGeometry{}, {}), NotSupported);
+}
+
+TEST(CudaBackend, EvaluateGemmIsNotSupportedWithoutADevice) {
+  auto b = make_backend("cuda");
+  if (b->can_run()) GTEST_SKIP() << "this machine runs CUDA: " << b->device();
+  const auto p = find_problem("gemm");
+  EvalRequest req;
+  req.problem = "gemm";
+  req.kernel = library_kernel(*p, Lang::cuda);
+  req.sizes = p->resolve_sizes({{"M", 33}, {"N", 17}, {"K", 9}});
+  req.backend = "cuda";
+  const EvalResult r = evaluate(req, *b);
+  EXPECT_EQ(r.disposition, Disposition::not_supported) << r.error;
+  EXPECT_NE(r.error.find("cannot launch"), std::string::npos) << r.error;
+  EXPECT_EQ(r.device, b->device());
+}
+
+// --- on a GPU -------------------------------------------------------------------------------
+
+TEST(CudaBackendOnDevice, BuffersRoundTrip) {
+  auto b = make_backend("cuda");
+  if (!b->can_run()) GTEST_SKIP() << b->device();
+  std::vector<float> in(1000), out(1000, -1.0f);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i) * 0.5f;
+  auto buf = b->alloc(in.size() * 4);
+  b->write(*buf, in.data(), in.size() * 4);
+  b->read(*buf, out.data(), out.size() * 4);
+  EXPECT_EQ(in, out);
+}
+
+TEST(CudaBackendOnDevice, RunsAKernelAndTimesIt) {
+  auto b = make_backend("cuda");
+  if (!b->can_run()) GTEST_SKIP() << b->device();
+  auto m = b->compile(
+      "extern \"C\" __global__ void axpy(float* y, const float* x, int n, float a) {\n"
+      "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] += a * x[i]; }\n",
+      "axpy", {});
+  const int n = 1000;
+  std::vector<float> x(n, 2.0f), y(n, 1.0f);
+  auto bx = b->alloc(n * 4), by = b->alloc(n * 4);
+  b->write(*bx, x.data(), n * 4);
+  b->write(*by, y.data(), n * 4);
+  const Arg args[] = {Arg::buf(*by), Arg::buf(*bx), Arg::i(n), Arg::f(3.0f)};
+  const double s = b->run(*m, LaunchGeometry{{4, 1, 1}, {256, 1, 1}}, args);
+  EXPECT_GT(s, 0.0);
+  EXPECT_LT(s, 1.0);
+  b->read(*by, y.data(), n * 4);
+  for (float v : y) ASSERT_EQ(v, 7.0f);
+}
+
+TEST(CudaBackendOnDevice, BadGeometryIsALaunchError) {
+  auto b = make_backend("cuda");
+  if (!b->can_run()) GTEST_SKIP() << b->device();
+  auto m =
+      b->compile("extern \"C\" __global__ void k(float* x) { x[threadIdx.x] = 1; }\n", "k", {});
+  auto buf = b->alloc(4096 * 4);
+  const Arg args[] = {Arg::buf(*buf)};
+  EXPECT_THROW((void)b->run(*m, LaunchGeometry{{1, 1, 1}, {4096, 1, 1}}, args), LaunchError);
+  EXPECT_THROW((void)b->run(*m, LaunchGeometry{{0, 1, 1}, {32, 1, 1}}, args), LaunchError);
+  // The context is still usable after a refused launch (no fault happened).
+  EXPECT_GE(b->run(*m, LaunchGeometry{{1, 1, 1}, {32, 1, 1}}, args), 0.0);
+}
+
+// A fault kills the CUDA context of its process, so it runs in a fresh one (threadsafe death
+// tests re-execute the test binary).
+TEST(CudaBackendOnDeviceDeathTest, IllegalAddressIsALaunchError) {
+  if (!make_backend("cuda")->can_run()) GTEST_SKIP() << "no CUDA device";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        auto b = make_backend("cuda");
+        auto m = b->compile(
+            "extern \"C\" __global__ void k(int n) { ((volatile float*)(8ull + n))[0] = 1; }\n",
+            "k", {});
+        const Arg args[] = {Arg::i(0)};
+        try {
+          (void)b->run(*m, LaunchGeometry{{1, 1, 1}, {32, 1, 1}}, args);
+        } catch (const LaunchError& e) {
+          std::fprintf(stderr, "%s\n", e.what());
+          std::exit(3);
+        }
+        std::exit(0);
+      },
+      testing::ExitedWithCode(3), "ILLEGAL_ADDRESS|LAUNCH_FAILED|ILLEGAL_INSTRUCTION");
+}
+
+TEST(CudaBackendOnDevice, GemmPassesAtOddSizes) {
+  auto b = make_backend("cuda");
+  if (!b->can_run()) GTEST_SKIP() << b->device();
+  const auto p = find_problem("gemm");
+  const KernelSpec k = library_kernel(*p, Lang::cuda);
+  const std::vector<Sizes> sizes{{{"M", 1}, {"N", 1}, {"K", 1}},
+                                 {{"M", 127}, {"N", 129}, {"K", 61}},
+                                 {{"M", 333}, {"N", 257}, {"K", 1001}},
+                                 {{"M", 7}, {"N", 300}, {"K", 2}}};
+  const std::vector<ParamValues> configs{
+      {},  // the defaults
+      {{"BM", 64}, {"BN", 64}, {"BK", 16}, {"TM", 4}, {"TN", 4}, {"VEC", 1}, {"MINB", 1}},
+      {{"BM", 32}, {"BN", 256}, {"BK", 8}, {"TM", 8}, {"TN", 8}, {"VEC", 2}, {"MINB", 1}}};
+  for (DType t : k.dtypes)
+    for (const auto& s : sizes)
+      for (const auto& params : configs) {
+        EvalRequest req;
+        req.problem = "gemm";
+        req.kernel = k;
+        req.sizes = p->resolve_sizes(s);
+        req.dtype = t;
+        req.params = params;
+        req.backend = "cuda";
+        const EvalResult r = evaluate(req, *b);
+        EXPECT_EQ(r.disposition, Disposition::passed)
+            << dtype_name(t) << " M=" << s.at("M") << " N=" << s.at("N") << " K=" << s.at("K")
+            << " params " << nlohmann::json(r.params).dump() << ": " << r.error;
+      }
+}
+
+}  // namespace
+}  // namespace kforge
+#endif  // KFORGE_WITH_CUDA

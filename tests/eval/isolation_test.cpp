@@ -1,0 +1,118 @@
+// Outside sources run in a kforge-worker subprocess: whatever a kernel does (crash, abort,
+// hang, eat memory, fail to compile, print) becomes a disposition, and this process lives on.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/evaluate.hpp"
+#include "kforge/problem.hpp"
+#include "test_util.hpp"
+
+namespace kforge {
+namespace {
+
+EvalRequest request_for(const std::string& data_name) {
+  const nlohmann::json spec = {{"name", data_name}, {"problem", "gemm"}, {"lang", "cpp"},
+                               {"entry", "gemm"},   {"dtypes", {"fp32"}}, {"grid", {"ceil_div(M, 16)"}}};
+  EvalRequest r;
+  r.problem = "gemm";
+  r.kernel = KernelSpec::from_json_with_source(spec, test::data_file(data_name));
+  r.kernel.source_path = test::data_path(data_name);
+  r.sizes = {{"M", 37}, {"N", 29}, {"K", 41}};  // 37 rows: two full 16-row blocks and a tail
+  r.dtype = DType::fp32;
+  r.backend = "cpu";
+  r.backend_options.threads = 2;
+  return r;
+}
+
+EvalResult run(const std::string& data_name, IsolationLimits limits = {.timeout_s = 60}) {
+  return evaluate_isolated(request_for(data_name), limits);
+}
+
+TEST(Isolation, CorrectNaiveGemmPasses) {
+  const EvalResult r = run("naive_gemm.cpp");
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.error << "\n" << r.compile_log;
+  ASSERT_TRUE(r.verify.has_value());
+  EXPECT_TRUE(r.verify->passed);
+  EXPECT_EQ(r.verify->trials_run, 2);
+  EXPECT_EQ(r.verify->worst.elements, 37 * 29);
+  EXPECT_EQ(r.problem, "gemm");
+  EXPECT_EQ(r.backend, "cpu");
+  EXPECT_FALSE(r.device.empty());
+  EXPECT_EQ(r.sizes.at("M"), 37);
+  EXPECT_FALSE(r.timing.has_value()) << "no timing unless asked";
+}
+
+TEST(Isolation, SkippingTheTailIsIncorrect) {
+  const EvalResult r = run("tail_skip.cpp");
+  ASSERT_EQ(r.disposition, Disposition::incorrect) << r.error;
+  ASSERT_TRUE(r.verify.has_value());
+  EXPECT_EQ(r.verify->worst.unwritten, 5 * 29);  // rows 32..36
+  EXPECT_NE(r.error.find("never written"), std::string::npos) << r.error;
+}
+
+TEST(Isolation, SegfaultIsCrashedAndNamesTheSignal) {
+  const EvalResult r = run("segfault.cpp");
+  EXPECT_EQ(r.disposition, Disposition::crashed) << r.error;
+  EXPECT_TRUE(r.error.find("SIGSEGV") != std::string::npos ||
+              r.error.find("signal 11") != std::string::npos)
+      << r.error;
+}
+
+TEST(Isolation, AbortIsCrashed) {
+  const EvalResult r = run("abort.cpp");
+  EXPECT_EQ(r.disposition, Disposition::crashed) << r.error;
+  EXPECT_TRUE(r.error.find("signal 6") != std::string::npos ||
+              r.error.find("bort") != std::string::npos)
+      << r.error;
+}
+
+TEST(Isolation, EndlessLoopTimesOut) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const EvalResult r = run("endless.cpp", {.timeout_s = 3});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.disposition, Disposition::timeout) << r.error;
+  EXPECT_FALSE(r.error.empty());
+  EXPECT_LT(took, 15.0) << "the worker should be killed near its limit";
+}
+
+TEST(Isolation, MemoryHogIsCrashedUnderTheLimit) {
+  const EvalResult r = run("memory_hog.cpp", {.timeout_s = 60, .memory_bytes = 2ll << 30});
+  EXPECT_EQ(r.disposition, Disposition::crashed) << r.error;
+  EXPECT_FALSE(r.error.empty());
+}
+
+TEST(Isolation, SyntaxErrorIsCompileErrorWithTheCompilersWords) {
+  const EvalResult r = run("syntax_error.cpp");
+  ASSERT_EQ(r.disposition, Disposition::compile_error) << r.error;
+  EXPECT_NE(r.compile_log.find("undeclared_thing_kf"), std::string::npos) << r.compile_log;
+  EXPECT_NE(r.compile_log.find("error"), std::string::npos) << r.compile_log;
+  EXPECT_FALSE(r.verify.has_value());
+}
+
+TEST(Isolation, KernelPrintingToStdoutDoesNotBreakTheProtocol) {
+  const EvalResult r = run("prints_stdout.cpp");
+  EXPECT_EQ(r.disposition, Disposition::passed) << r.error;
+  EXPECT_EQ(r.sizes.at("N"), 29);
+}
+
+TEST(Isolation, InvalidConfigIsRefusedBeforeCompiling) {
+  EvalRequest req = request_for("naive_gemm.cpp");
+  req.kernel.params.push_back({"TILE", {8, 16}});
+  req.kernel.defaults["TILE"] = 8;
+  req.kernel.constraints.push_back(Expr::parse("M % TILE == 0"));
+  const EvalResult r = evaluate_isolated(req, {.timeout_s = 60});
+  EXPECT_EQ(r.disposition, Disposition::invalid_config) << r.error;
+  EXPECT_NE(r.error.find("M % TILE == 0"), std::string::npos) << r.error;
+}
+
+TEST(Isolation, ParentSurvivesAndStillEvaluates) {
+  // After every kind of failure above, this process is intact and can evaluate again.
+  const EvalResult crash = run("segfault.cpp");
+  EXPECT_EQ(crash.disposition, Disposition::crashed);
+  const EvalResult ok = run("naive_gemm.cpp");
+  EXPECT_EQ(ok.disposition, Disposition::passed) << ok.error;
+}
+
+}  // namespace
+}  // namespace kforge

@@ -1,0 +1,68 @@
+#pragma once
+// Helpers shared by kforge's tests: a cache folder of their own, running a command and
+// capturing what it says, and reading the test data sources.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace kforge::test {
+
+// Compiled kernels are cached by content; tests use their own folder unless told otherwise.
+inline const bool kCacheDirSet = [] {
+  setenv("KFORGE_CACHE_DIR", "/tmp/kfcache-tests", /*overwrite=*/0);
+  return true;
+}();
+
+// The text of tests/data/<name>.
+inline std::string data_file(const std::string& name) {
+  const std::string path = std::string(KFORGE_TEST_DATA) + "/" + name;
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("missing test data file " + path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline std::string data_path(const std::string& name) {
+  return std::string(KFORGE_TEST_DATA) + "/" + name;
+}
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs `cmd` through the shell; stdout and stderr are captured separately.
+inline CommandResult run_command(const std::string& cmd) {
+  static int counter = 0;
+  const std::string err_path = "/tmp/kforge-test-stderr-" + std::to_string(getpid()) + "-" +
+                               std::to_string(counter++);
+  CommandResult r;
+  FILE* p = popen((cmd + " 2>" + err_path).c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err_path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  r.err = s.str();
+  std::remove(err_path.c_str());
+  return r;
+}
+
+// The kforge binary with arguments.
+inline CommandResult kforge_cli(const std::string& args) {
+  return run_command(std::string("'") + KFORGE_CLI_PATH + "' " + args);
+}
+
+}  // namespace kforge::test
