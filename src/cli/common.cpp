@@ -88,7 +88,7 @@ void print_results(const std::vector<EvalResult>& results, bool json, bool bench
         fmt::print(", speed of light {:.1f}% ({}-bound)", 100 * r.roofline->sol_fraction, r.roofline->bound);
       fmt::print("\n");
       if (r.baseline)
-        fmt::print("  {}: median {:.4g} ms -> kforge is {:.2f}x the baseline's speed\n", r.baseline_name,
+        fmt::print("  {}: median {:.4g} ms -> the kernel runs at {:.2f}x its speed\n", r.baseline_name,
                    r.baseline->median_s * 1e3, r.speedup());
     }
   }
