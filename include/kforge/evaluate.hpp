@@ -63,7 +63,7 @@ struct EvalResult {
 // A segfault, an abort, an endless loop or a memory hog becomes a disposition.
 struct IsolationLimits {
   double timeout_s = 120;
-  long long memory_bytes = 8ll << 30;
+  long long memory_bytes = 8ll << 30;  // address space; not applied to cuda (see isolate.cpp)
 };
 [[nodiscard]] EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limits = {});
 

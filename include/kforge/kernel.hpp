@@ -62,8 +62,8 @@ struct KernelSpec {
   static KernelSpec from_json_with_source(const nlohmann::json& j, std::string source);
   [[nodiscard]] nlohmann::json to_json(bool with_source = false) const;
 
-  // Defaults overridden by `overrides`; throws UsageError on a name the space lacks or a
-  // value outside its list.
+  // Defaults overridden by `overrides`; throws UsageError on a name the space lacks. A value
+  // outside its list is kept: check() refuses it, so it becomes an invalid_config disposition.
   [[nodiscard]] ParamValues resolve(const ParamValues& overrides) const;
   // Empty when the configuration is valid for these sizes, else the reason (the constraint
   // that fails), so invalid combinations are refused before compiling.

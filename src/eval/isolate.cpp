@@ -28,8 +28,12 @@ std::string tail(const std::string& s, std::size_t n = 2000) {
 }  // namespace
 
 EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limits) {
+  // The CUDA driver reserves address space far beyond any physical memory (unified
+  // addressing), so an address-space limit would make cuInit fail: a CUDA worker gets only the
+  // timeout, and the device's own memory bounds what its kernel can take.
+  const long long memory = req.backend == "cuda" ? 0 : limits.memory_bytes;
   const ProcessResult p = run_process({worker_path()}, req.to_json().dump(),
-                                      {.timeout_s = limits.timeout_s, .memory_bytes = limits.memory_bytes});
+                                      {.timeout_s = limits.timeout_s, .memory_bytes = memory});
   if (p.ok()) {
     try {
       return EvalResult::from_json(nlohmann::json::parse(p.out));
