@@ -1,7 +1,12 @@
 #pragma once
-// Timing: warm-up, then repetitions until the noise is small or the budget is spent; the
-// median with its spread. Plus the machine's ceilings and the speed-of-light fraction.
+// Timing that experts trust: warm-up, then samples until a stopping criterion holds (nvbench's
+// model: enough samples and time, then low noise, or noise that stopped improving, or a
+// timeout); robust statistics with outliers reported, never dropped; a rank test that tells
+// noise from change. Plus the machine's ceilings, the speed-of-light fraction and score.
+#include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,29 +19,58 @@ namespace kforge {
 class Backend;
 
 struct MeasureOptions {
-  int warmup = 2;
-  int min_repetitions = 10;
-  int max_repetitions = 1000;
-  double min_time_s = 0.3;      // keep sampling at least this long...
-  double max_time_s = 5.0;      // ...and never longer than this
-  double target_rel_stdev = 0.005;  // stop early once the relative stdev is below this
+  int warmup = 2;                   // untimed runs first (first touch, caches, clocks)
+  int min_repetitions = 10;         // the noise criterion takes at least this many samples...
+  int max_repetitions = 100000;
+  double min_time_s = 0.5;          // ...over at least this long...
+  double max_time_s = 5.0;          // ...and gives up here (the timeout)
+  double target_rel_stdev = 0.005;  // stop once stdev / mean is below this
+  int repetitions = 0;  // > 0: the fixed-count criterion, exactly this many samples
+  bool cold = false;    // rotate among copies of the inputs so that every run starts cold
 };
 
+// Summary of samples. Outliers (beyond median +- 3 robust sigmas, sigma = 1.4826 * MAD, at
+// least 0.1% of the median) are counted, and stay in every figure.
 struct Timing {
   std::vector<double> samples;  // seconds, in the order measured
-  double median_s = 0, min_s = 0, mean_s = 0, stdev_s = 0;
+  double median_s = 0, min_s = 0, max_s = 0, mean_s = 0, stdev_s = 0, mad_s = 0;
+  int outliers = 0;
   bool noise_target_met = false;
+  std::string stop_reason;  // which criterion ended the sampling, in words
   [[nodiscard]] int repetitions() const { return static_cast<int>(samples.size()); }
+  [[nodiscard]] double rel_stdev() const { return mean_s > 0 ? stdev_s / mean_s : 0; }
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
 // Summary statistics of samples (median of an even count: the mean of the middle two).
 [[nodiscard]] Timing summarize(std::vector<double> samples);
+[[nodiscard]] double median_of(std::vector<double> v);
+
+// Decides, sample by sample, when a measurement has enough. One instance per timed thing.
+class StoppingCriterion {
+ public:
+  virtual ~StoppingCriterion() = default;
+  virtual void add(double sample_s) = 0;
+  // Whether to stop now; `elapsed_s` is the wall time since sampling began.
+  [[nodiscard]] virtual bool done(double elapsed_s) = 0;
+  [[nodiscard]] virtual bool noise_target_met() const = 0;
+  [[nodiscard]] virtual std::string reason() const = 0;  // why done() said stop
+};
+
+// nvbench's stdrel: at least min_repetitions and min_time_s; then stop when the relative
+// stdev is under the target, or when it has stopped improving (it fell by less than 5% over
+// the last 32 samples), or at max_time_s / max_repetitions.
+[[nodiscard]] std::unique_ptr<StoppingCriterion> noise_criterion(const MeasureOptions& o);
+// Exactly n samples, however long they take (for scripted runs).
+[[nodiscard]] std::unique_ptr<StoppingCriterion> fixed_count_criterion(int n, double target);
+// The criterion the options name: fixed-count when o.repetitions > 0, else noise.
+[[nodiscard]] std::unique_ptr<StoppingCriterion> make_criterion(const MeasureOptions& o);
+
 // `once` runs the thing once and returns its seconds on the backend's clock.
 [[nodiscard]] Timing measure(const std::function<double()>& once, const MeasureOptions& o = {});
 
-// Two things timed in alternation (a, b, a, b, ...) under one stopping rule that both must
-// meet, so a noisy neighbour slows both alike and their ratio stays honest.
+// Two things timed in alternation (a, b, a, b, ...) until both criteria hold, so a noisy
+// neighbour slows both alike and their ratio stays honest.
 struct PairTiming {
   Timing a, b;
 };
@@ -44,26 +78,116 @@ struct PairTiming {
                                       const std::function<double()>& b,
                                       const MeasureOptions& o = {});
 
+// Cold runs: how many copies of a working set of `set_bytes` to rotate among so that their
+// total exceeds 4x a cache of `cache_bytes` (at least 2).
+[[nodiscard]] int cold_copies(double set_bytes, double cache_bytes);
+// A function that calls fns[0], fns[1], ... in turn, one per call.
+[[nodiscard]] std::function<void()> rotation(std::vector<std::function<void()>> fns);
+
+// Mann-Whitney U (Wilcoxon rank-sum), two-sided, normal approximation with tie and continuity
+// corrections (as scipy's mannwhitneyu with method="asymptotic").
+struct RankTest {
+  double u = 0;        // U of the first sample
+  double z = 0;
+  double p_value = 1;
+  std::size_t n_a = 0, n_b = 0;
+};
+[[nodiscard]] RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b);
+
+// Whether b differs from a beyond noise: p < alpha. ratio = median(b) / median(a).
+struct SampleComparison {
+  RankTest test;
+  double ratio = 0;
+  bool differ = false;
+  bool enough_samples = true;  // fewer than 9 each: the test has little power
+  [[nodiscard]] std::string verdict() const;  // "faster", "slower", "same within noise"
+};
+[[nodiscard]] SampleComparison compare_samples(const std::vector<double>& a, const std::vector<double>& b,
+                                         double alpha = 0.05);
+
+// --- Ceilings ----------------------------------------------------------------------------
+
+// Bytes per second moved by STREAM's kernels (read: sum, write: fill, copy, triad a=b+s*c;
+// bytes counted as STREAM does: every array element read or written once).
+struct Bandwidth {
+  double read = 0, write = 0, copy = 0, triad = 0;
+  [[nodiscard]] double best() const;
+};
+// Operations per second of independent dot-product / FMA chains at the widest SIMD
+// (FMA and dot products count 2 per multiply-add; 0 where the device lacks the type).
+struct Compute {
+  double fp64 = 0, fp32 = 0, fp16 = 0, bf16 = 0, int8 = 0;
+};
+struct Roofs {
+  Bandwidth dram;  // arrays >= 4x the last-level cache
+  Bandwidth llc;   // arrays that fit in half the last-level cache
+  Compute compute;
+};
+
 // The machine's own speed limits, measured by kforge's micro-benchmarks on a backend's device.
 struct Ceilings {
-  std::string fingerprint;      // backend, device and build flags the figures belong to
-  double bandwidth_bytes_s = 0; // triad over arrays well beyond the last-level cache
-  double flops_fp32 = 0;        // FMA chains at the widest SIMD, all threads
-  double flops_fp64 = 0;
-  [[nodiscard]] double flops_for(DType t) const;  // fp16/bf16 compute in fp32 here
+  std::string fingerprint;  // backend, device, CPU model, cores and flags the figures belong to
+  std::string backend, device;
+  std::int64_t llc_bytes = 0;  // the last-level cache the llc figures fit in
+  Roofs all;  // all threads (every compute unit)
+  Roofs one;  // one thread (one work-group / block)
+  double measure_s = 0;  // how long measuring took
+  // The roofs the speed of light uses: the best all-threads figures.
+  [[nodiscard]] double bandwidth_bytes_s() const { return all.dram.best(); }
+  [[nodiscard]] double llc_bandwidth_bytes_s() const { return all.llc.best(); }
+  // Peak for a dtype: fp16/bf16 fall back to fp32 where the device has no faster path.
+  [[nodiscard]] double flops_for(DType t) const;
   [[nodiscard]] nlohmann::json to_json() const;
+  static Ceilings from_json(const nlohmann::json& j);
 };
 
 // Cached per fingerprint under the cache folder; `remeasure` ignores the cache.
-[[nodiscard]] Ceilings ceilings(Backend& b, bool remeasure = false);
+// `progress(what)` is told each figure as it starts, when measuring.
+[[nodiscard]] Ceilings ceilings(Backend& b, bool remeasure = false,
+                                const std::function<void(const std::string&)>& progress = {});
+// Measures now, no cache.
+[[nodiscard]] Ceilings measure_ceilings(Backend& b,
+                                        const std::function<void(const std::string&)>& progress = {});
+[[nodiscard]] std::string ceilings_fingerprint(Backend& b);
 
-// max(flops / peak_flops, bytes / bandwidth) / seconds; and which bound limits it.
+// The host: CPU model, logical CPUs, flags, caches, memory. Google Benchmark's "context".
+struct MachineInfo {
+  std::string cpu_model, host_name, os;
+  int logical_cpus = 0;
+  std::vector<std::string> flags;  // the SIMD-relevant subset of /proc/cpuinfo's flags
+  std::string flags_hash;          // of all flags
+  std::int64_t l1d_bytes = 0, l2_bytes = 0, llc_bytes = 0, memory_bytes = 0;
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+[[nodiscard]] const MachineInfo& machine_info();
+
+// --- Speed of light ----------------------------------------------------------------------
+
+// T_sol = max(flops / peak_flops(dtype), bytes / peak_bw); sol_fraction = T_sol / seconds.
+// Hot runs whose bytes fit in the last-level cache are held to the cache's bandwidth.
 struct Roofline {
   double sol_fraction = 0;
-  std::string bound;              // "compute" or "memory"
+  std::string bound;                // "compute" or "memory"
   double arithmetic_intensity = 0;  // FLOPs per byte
+  double t_sol_s = 0;
+  std::string memory_roof;          // "dram" or "llc"
+  std::optional<double> score;      // SOL-ExecBench's S, where there is a baseline
 };
 [[nodiscard]] Roofline roofline(const Ceilings& c, DType t, double flops, double bytes,
-                                double seconds);
+                                double seconds, double baseline_seconds = 0, bool hot = false);
+// SOL-ExecBench: S = 1 / (1 + (T - T_sol) / (T_base - T_sol)); 0.5 at the baseline, 1 at the
+// speed of light. Empty when T_base <= T_sol (a baseline at or beyond the roof: no scale).
+[[nodiscard]] std::optional<double> sol_score(double t, double t_sol, double t_base);
+
+// Suite figures. fast_p (KernelBench): the share of entries that are correct and at least p
+// times faster than their baseline; entries without a baseline count as not fast.
+struct SuiteEntry {
+  bool correct = false;
+  double speedup = 0;       // baseline / kernel; 0 without a baseline
+  double sol_fraction = 0;  // 0 when not measured
+};
+[[nodiscard]] double fast_p(const std::vector<SuiteEntry>& entries, double p);
+// Geometric mean SOL fraction over correct entries that have one; 0 when none.
+[[nodiscard]] double geomean_sol(const std::vector<SuiteEntry>& entries);
 
 }  // namespace kforge

@@ -1,7 +1,10 @@
 // `kforge verify` and `kforge bench`: a library kernel through the gates, on each backend named.
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/compare.hpp"
+#include "cli/measure_flags.hpp"
 #include "kforge/backend.hpp"
+#include "kforge/error.hpp"
 
 namespace kforge::cli {
 
@@ -12,7 +15,22 @@ void add_run(CLI::App& app, int& code, const char* name, const char* help, bool 
   o->add_to(*cmd);
   auto no_baseline = std::make_shared<bool>(false);
   if (bench) cmd->add_flag("--no-baseline", *no_baseline, "do not time the problem's baseline (OpenBLAS for gemm)");
-  cmd->callback([o, no_baseline, bench, &code] {
+  auto measure = std::make_shared<MeasureFlags>();  // bench: cold/hot, stopping rule
+  auto compare = std::make_shared<std::vector<std::string>>();
+  if (bench) {
+    measure->add_to(*cmd);
+    cmd->add_option("--compare", *compare,
+                    "A.json B.json: whether two `bench --json` results differ beyond noise "
+                    "(Mann-Whitney U on their samples; the p-value and the ratio of medians)")
+        ->expected(2);
+    cmd->get_option("problem")->required(false);
+  }
+  cmd->callback([o, no_baseline, bench, measure, compare, &code] {
+    if (!compare->empty()) {
+      code = compare_result_files((*compare)[0], (*compare)[1], o->json);
+      return;
+    }
+    if (o->problem.empty()) throw UsageError("name a problem (see `kforge list`), or --compare A.json B.json");
     const auto problem = find_problem(o->problem);
     std::vector<EvalResult> results;
     for (const auto& name : backend_list(o->backends)) {
@@ -20,6 +38,7 @@ void add_run(CLI::App& app, int& code, const char* name, const char* help, bool 
       EvalRequest req = make_request(*o, *problem, library_kernel(*problem, backend->lang()), name);
       req.bench = bench;
       req.baseline = bench && !*no_baseline;
+      if (bench) measure->apply(req.measure);
       results.push_back(evaluate(req, *backend));
     }
     print_results(results, o->json, bench);

@@ -6,6 +6,8 @@ namespace kforge::cli {
 
 void add_list(CLI::App& app, int& code);
 void add_ceilings(CLI::App& app, int& code);
+void add_suite(CLI::App& app, int& code);
+void add_report(CLI::App& app, int& code);
 void add_verify_and_bench(CLI::App& app, int& code);
 void add_eval(CLI::App& app, int& code);
 void add_tune(CLI::App& app, int& code);

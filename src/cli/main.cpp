@@ -11,6 +11,8 @@ int main(int argc, char** argv) {
   int code = kforge::cli::kExitPassed;
   kforge::cli::add_list(app, code);
   kforge::cli::add_ceilings(app, code);
+  kforge::cli::add_suite(app, code);
+  kforge::cli::add_report(app, code);
   kforge::cli::add_verify_and_bench(app, code);
   kforge::cli::add_eval(app, code);
   kforge::cli::add_tune(app, code);

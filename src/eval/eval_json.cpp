@@ -20,7 +20,8 @@ nlohmann::json EvalRequest::to_json() const {
           {"bench", bench},
           {"measure", {{"warmup", measure.warmup}, {"min_repetitions", measure.min_repetitions},
                        {"max_repetitions", measure.max_repetitions}, {"min_time_s", measure.min_time_s},
-                       {"max_time_s", measure.max_time_s}, {"target_rel_stdev", measure.target_rel_stdev}}},
+                       {"max_time_s", measure.max_time_s}, {"target_rel_stdev", measure.target_rel_stdev},
+                       {"repetitions", measure.repetitions}, {"cold", measure.cold}}},
           {"baseline", baseline}};
 }
 
@@ -44,7 +45,8 @@ EvalRequest EvalRequest::from_json(const nlohmann::json& j) {
   r.bench = j.at("bench");
   const auto& m = j.at("measure");
   r.measure = {m.at("warmup"), m.at("min_repetitions"), m.at("max_repetitions"),
-               m.at("min_time_s"), m.at("max_time_s"), m.at("target_rel_stdev")};
+               m.at("min_time_s"), m.at("max_time_s"), m.at("target_rel_stdev"),
+               m.value("repetitions", 0), m.value("cold", false)};
   r.baseline = j.at("baseline");
   return r;
 }
@@ -64,6 +66,11 @@ nlohmann::json EvalResult::to_json() const {
     j["stdev_s"] = timing->stdev_s;
     j["repetitions"] = timing->repetitions();
     j["noise_target_met"] = timing->noise_target_met;
+    j["max_s"] = timing->max_s;
+    j["rel_stdev"] = timing->rel_stdev();
+    j["mad_s"] = timing->mad_s;
+    j["outliers"] = timing->outliers;
+    j["stop_reason"] = timing->stop_reason;
     j["samples"] = timing->samples;
     j["gflops"] = gflops;
     j["gbytes_s"] = gbytes_s;
@@ -72,6 +79,9 @@ nlohmann::json EvalResult::to_json() const {
     j["sol_fraction"] = roofline->sol_fraction;
     j["bound"] = roofline->bound;
     j["arithmetic_intensity"] = roofline->arithmetic_intensity;
+    j["t_sol_s"] = roofline->t_sol_s;
+    j["memory_roof"] = roofline->memory_roof;
+    if (roofline->score) j["sol_score"] = *roofline->score;
   }
   if (baseline) {
     j["baseline"] = {{"name", baseline_name}, {"median_s", baseline->median_s},
@@ -115,11 +125,19 @@ EvalResult EvalResult::from_json(const nlohmann::json& j) {
   if (j.contains("samples")) {
     r.timing = summarize(j.at("samples").get<std::vector<double>>());
     r.timing->noise_target_met = j.value("noise_target_met", false);
+    r.timing->stop_reason = j.value("stop_reason", "");
     r.gflops = j.value("gflops", 0.0);
     r.gbytes_s = j.value("gbytes_s", 0.0);
   }
-  if (j.contains("sol_fraction"))
-    r.roofline = Roofline{j.at("sol_fraction"), j.at("bound"), j.at("arithmetic_intensity")};
+  if (j.contains("sol_fraction")) {
+    r.roofline.emplace();
+    r.roofline->sol_fraction = j.at("sol_fraction");
+    r.roofline->bound = j.at("bound");
+    r.roofline->arithmetic_intensity = j.at("arithmetic_intensity");
+    r.roofline->t_sol_s = j.value("t_sol_s", 0.0);
+    r.roofline->memory_roof = j.value("memory_roof", "");
+    if (j.contains("sol_score")) r.roofline->score = j.at("sol_score").get<double>();
+  }
   if (j.contains("baseline")) {
     r.baseline_name = j.at("baseline").at("name");
     r.baseline = summarize(j.at("baseline").at("samples").get<std::vector<double>>());

@@ -130,7 +130,8 @@ void run_gates(const EvalRequest& req, Backend& backend, EvalResult& r) {
   const double flops = problem->flops(req.sizes), bytes = problem->bytes(req.sizes, req.dtype);
   r.gflops = flops / r.timing->median_s * 1e-9;
   r.gbytes_s = bytes / r.timing->median_s * 1e-9;
-  r.roofline = roofline(ceilings(backend), req.dtype, flops, bytes, r.timing->median_s);
+  r.roofline = roofline(ceilings(backend), req.dtype, flops, bytes, r.timing->median_s,
+                        r.baseline ? r.baseline->median_s : 0.0, !req.measure.cold);
 }
 
 }  // namespace

@@ -1,6 +1,5 @@
-// Measures a backend's ceilings with kforge's own micro-benchmarks (src/measure/ceilings/),
-// compiled and launched through the backend like any kernel, and caches them per fingerprint.
-#include <algorithm>
+// The ceilings record: JSON in and out, the machine fingerprint it belongs to, and the cache
+// (one file per fingerprint under the cache folder) that spares re-measuring.
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -12,106 +11,93 @@
 namespace kforge {
 namespace {
 
-std::string micro_source(Lang l) {
-  switch (l) {
-    case Lang::cpp: return embedded_file("src/measure/ceilings/ceilings.cpp");
-    case Lang::opencl: return embedded_file("src/measure/ceilings/ceilings.cl");
-    case Lang::cuda: return embedded_file("src/measure/ceilings/ceilings.cu");
-  }
-  return {};
+constexpr int kCacheVersion = 2;
+
+nlohmann::json bandwidth_json(const Bandwidth& b) {
+  return {{"read", b.read * 1e-9}, {"write", b.write * 1e-9}, {"copy", b.copy * 1e-9},
+          {"triad", b.triad * 1e-9}};
 }
 
-// Blocks and threads per block for `work_items` independent pieces of work.
-LaunchGeometry spread(Lang l, std::int64_t work_items) {
-  if (l == Lang::cpp) return {{work_items, 1, 1}, {1, 1, 1}};
-  const std::int64_t block = 256;
-  return {{(work_items + block - 1) / block, 1, 1}, {block, 1, 1}};
+Bandwidth bandwidth_from(const nlohmann::json& j) {
+  return {j.at("read").get<double>() * 1e9, j.at("write").get<double>() * 1e9,
+          j.at("copy").get<double>() * 1e9, j.at("triad").get<double>() * 1e9};
 }
 
-// Best FLOP/s of a peak kernel; the iteration count doubles until one launch takes >= 50 ms,
-// then the best of five launches counts.
-double peak_flops(Backend& b, Module& m, bool fp64) {
-  const Lang l = b.lang();
-  const std::int64_t items = l == Lang::cpp ? 64 : (l == Lang::opencl ? 8192 : 1 << 20);
-  const LaunchGeometry g = spread(l, items);
-  const std::int64_t launched = g.grid.x * g.block.x;
-  const std::size_t elem = fp64 ? 8 : 4;
-  auto out = b.alloc((launched + 1) * elem);
-  auto flops_per_s = [&](int iters, double& seconds) {
-    const Arg args[] = {Arg::buf(*out), Arg::i(iters)};
-    seconds = b.run(m, g, args);
-    double lanes = 0;  // the kernel reports its lanes per chain in the last element
-    if (fp64) {
-      std::vector<double> h(launched + 1);
-      b.read(*out, h.data(), h.size() * elem);
-      lanes = h.back();
-    } else {
-      std::vector<float> h(launched + 1);
-      b.read(*out, h.data(), h.size() * elem);
-      lanes = h.back();
-    }
-    return 2.0 * 12 * lanes * iters * static_cast<double>(launched) / seconds;
-  };
-  int iters = 256;
-  double seconds = 0, best = flops_per_s(iters, seconds);
-  while (seconds < 0.05 && iters < (1 << 28)) best = flops_per_s(iters *= 2, seconds);
-  for (int rep = 0; rep < 4; ++rep) best = std::max(best, flops_per_s(iters, seconds));
-  return best;
+nlohmann::json roofs_json(const Roofs& r) {
+  const Compute& c = r.compute;
+  return {{"dram_GBs", bandwidth_json(r.dram)},
+          {"llc_GBs", bandwidth_json(r.llc)},
+          {"GFLOPs", {{"fp64", c.fp64 * 1e-9}, {"fp32", c.fp32 * 1e-9}, {"fp16", c.fp16 * 1e-9},
+                      {"bf16", c.bf16 * 1e-9}, {"int8", c.int8 * 1e-9}}}};
 }
 
-double triad_bandwidth(Backend& b, Module& m) {
-  const std::int64_t n = 32ll << 20;  // 3 arrays x 128 MiB: far beyond any last-level cache
-  const std::size_t bytes = static_cast<std::size_t>(n) * 4;
-  auto a = b.alloc(bytes), x = b.alloc(bytes), y = b.alloc(bytes);
-  std::vector<float> init(static_cast<std::size_t>(n), 1.0f);
-  b.write(*a, init.data(), bytes);  // first touch outside the timing
-  b.write(*x, init.data(), bytes);
-  b.write(*y, init.data(), bytes);
-  const LaunchGeometry g = b.lang() == Lang::cpp ? LaunchGeometry{{256, 1, 1}, {1, 1, 1}}
-                                                 : spread(b.lang(), n);
-  const Arg args[] = {Arg::buf(*a), Arg::buf(*x), Arg::buf(*y), Arg::i(static_cast<int>(n)), Arg::f(0.5f)};
-  double best_s = 1e30;
-  for (int rep = 0; rep < 7; ++rep) best_s = std::min(best_s, b.run(m, g, args));
-  return 3.0 * static_cast<double>(bytes) / best_s;
+Roofs roofs_from(const nlohmann::json& j) {
+  Roofs r;
+  r.dram = bandwidth_from(j.at("dram_GBs"));
+  r.llc = bandwidth_from(j.at("llc_GBs"));
+  const auto& f = j.at("GFLOPs");
+  r.compute = {f.at("fp64").get<double>() * 1e9, f.at("fp32").get<double>() * 1e9,
+               f.at("fp16").get<double>() * 1e9, f.at("bf16").get<double>() * 1e9,
+               f.at("int8").get<double>() * 1e9};
+  return r;
 }
 
-Ceilings measure_now(Backend& b, const std::string& fingerprint) {
-  Ceilings c;
-  c.fingerprint = fingerprint;
-  const std::string src = micro_source(b.lang());
-  auto p32 = b.compile(src, "peak_fp32", {});
-  c.flops_fp32 = peak_flops(b, *p32, false);
-  try {
-    auto p64 = b.compile(src, "peak_fp64", {});
-    c.flops_fp64 = peak_flops(b, *p64, true);
-  } catch (const std::exception&) {
-    c.flops_fp64 = 0;  // a device without fp64
-  }
-  auto tr = b.compile(src, "triad", {});
-  c.bandwidth_bytes_s = triad_bandwidth(b, *tr);
-  return c;
+std::string micro_sources() {
+  std::string all;
+  for (const auto& p : embedded_paths("src/measure/ceilings/")) all += embedded_file(p);
+  return all;
 }
 
 }  // namespace
 
-Ceilings ceilings(Backend& b, bool remeasure) {
-  const std::string fingerprint = b.name() + " | " + b.device();
+nlohmann::json Ceilings::to_json() const {
+  return {{"version", kCacheVersion},
+          {"fingerprint", fingerprint},
+          {"backend", backend},
+          {"device", device},
+          {"llc_bytes", llc_bytes},
+          {"measure_s", measure_s},
+          {"bandwidth_GBs", bandwidth_bytes_s() * 1e-9},
+          {"llc_bandwidth_GBs", llc_bandwidth_bytes_s() * 1e-9},
+          {"fp32_GFLOPs", all.compute.fp32 * 1e-9},
+          {"fp64_GFLOPs", all.compute.fp64 * 1e-9},
+          {"all_threads", roofs_json(all)},
+          {"one_thread", roofs_json(one)}};
+}
+
+Ceilings Ceilings::from_json(const nlohmann::json& j) {
+  Ceilings c;
+  c.fingerprint = j.at("fingerprint");
+  c.backend = j.value("backend", "");
+  c.device = j.value("device", "");
+  c.llc_bytes = j.value("llc_bytes", std::int64_t{0});
+  c.measure_s = j.value("measure_s", 0.0);
+  c.all = roofs_from(j.at("all_threads"));
+  c.one = roofs_from(j.at("one_thread"));
+  return c;
+}
+
+std::string ceilings_fingerprint(Backend& b) {
+  const MachineInfo& m = machine_info();
+  return b.name() + " | " + b.device() + " | host " + m.cpu_model + ", " +
+         std::to_string(m.logical_cpus) + " CPUs, flags " + m.flags_hash;
+}
+
+Ceilings ceilings(Backend& b, bool remeasure,
+                  const std::function<void(const std::string&)>& progress) {
+  const std::string fingerprint = ceilings_fingerprint(b);
   const auto path = cache_dir("ceilings") /
-                    (hex64(hash64(fingerprint + micro_source(b.lang()))) + ".json");
+                    (hex64(hash64(fingerprint + micro_sources() +
+                                  std::to_string(kCacheVersion))) + ".json");
   if (!remeasure && std::filesystem::exists(path)) {
     try {
       const auto j = nlohmann::json::parse(read_file(path));
-      Ceilings c;
-      c.fingerprint = j.at("fingerprint");
-      c.bandwidth_bytes_s = j.at("bandwidth_GBs").get<double>() * 1e9;
-      c.flops_fp32 = j.at("fp32_GFLOPs").get<double>() * 1e9;
-      c.flops_fp64 = j.at("fp64_GFLOPs").get<double>() * 1e9;
-      return c;
+      if (j.value("version", 0) == kCacheVersion) return Ceilings::from_json(j);
     } catch (const std::exception&) {
       // a damaged cache file: measure again
     }
   }
-  Ceilings c = measure_now(b, fingerprint);
+  Ceilings c = measure_ceilings(b, progress);
   write_file_atomic(path, c.to_json().dump(2));
   return c;
 }

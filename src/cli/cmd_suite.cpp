@@ -1,0 +1,184 @@
+// `kforge suite`: every problem of the library with its default sizes, on each backend named:
+// correctness, time, speedup over the problem's baseline, speed-of-light fraction and score;
+// then the suite figures fast_p (p = 1, 1.5, 2) and the geometric-mean SOL fraction. Output
+// as a table, CSV, or JSON shaped like Google Benchmark's (a `context`, then `benchmarks`).
+#include <ctime>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "cli/measure_flags.hpp"
+#include "kforge/backend.hpp"
+#include "kforge/error.hpp"
+#include "kforge/measure.hpp"
+#include "kforge/util.hpp"
+
+namespace kforge::cli {
+namespace {
+
+struct SuiteOptions : InstanceOptions {
+  std::string problems;  // comma-separated filter; empty: all
+  bool csv = false;
+  MeasureFlags measure;
+};
+
+std::string now_iso() {
+  const std::time_t t = std::time(nullptr);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z", std::localtime(&t));
+  return buf;
+}
+
+// --size names that this problem has; the others belong to other problems.
+std::string sizes_for(const Problem& p, const std::string& spec) {
+  std::string out;
+  const auto names = p.size_names();
+  for (const auto& [k, v] : parse_assignments(spec))
+    if (std::find(names.begin(), names.end(), k) != names.end())
+      out += fmt::format("{}{}={}", out.empty() ? "" : ",", k, v);
+  return out;
+}
+
+nlohmann::json entry_json(const EvalResult& r) {
+  nlohmann::json j = r.to_json();
+  const std::string name = fmt::format("{}/{}/{}/{}", r.problem, r.backend, format_sizes(r.sizes),
+                                       dtype_name(r.dtype));
+  j["name"] = name;
+  j["run_name"] = name;
+  j["run_type"] = "iteration";
+  j["correct"] = r.passed();
+  if (r.timing) {
+    j["iterations"] = r.timing->repetitions();
+    j["real_time"] = r.timing->median_s * 1e3;
+    j["time_unit"] = "ms";
+  }
+  return j;
+}
+
+nlohmann::json summary_json(const std::vector<EvalResult>& results) {
+  std::vector<SuiteEntry> entries;
+  int correct = 0;
+  for (const auto& r : results) {
+    entries.push_back({r.passed(), r.speedup(), r.roofline ? r.roofline->sol_fraction : 0.0});
+    correct += r.passed() ? 1 : 0;
+  }
+  return {{"entries", results.size()},
+          {"correct", correct},
+          {"fast_1.0", fast_p(entries, 1.0)},
+          {"fast_1.5", fast_p(entries, 1.5)},
+          {"fast_2.0", fast_p(entries, 2.0)},
+          {"geomean_sol_fraction", geomean_sol(entries)}};
+}
+
+std::string csv_field(std::string s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+void print_csv(const std::vector<EvalResult>& results) {
+  fmt::print("name,problem,kernel,backend,dtype,sizes,params,disposition,correct,median_ms,"
+             "stdev_ms,repetitions,outliers,gflops,speedup,sol_fraction,sol_score,bound,"
+             "arithmetic_intensity\n");
+  for (const auto& r : results) {
+    const auto& t = r.timing;
+    const auto& rf = r.roofline;
+    fmt::print("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+               csv_field(fmt::format("{}/{}/{}/{}", r.problem, r.backend, format_sizes(r.sizes),
+                                     dtype_name(r.dtype))),
+               r.problem, r.kernel, r.backend, dtype_name(r.dtype), csv_field(format_sizes(r.sizes)),
+               csv_field(format_params(r.params)), disposition_name(r.disposition), r.passed(),
+               t ? t->median_s * 1e3 : 0.0, t ? t->stdev_s * 1e3 : 0.0, t ? t->repetitions() : 0,
+               t ? t->outliers : 0, r.gflops, r.speedup(), rf ? rf->sol_fraction : 0.0,
+               rf && rf->score ? fmt::format("{:.4f}", *rf->score) : "", rf ? rf->bound : "",
+               rf ? rf->arithmetic_intensity : 0.0);
+  }
+}
+
+void print_table(const std::vector<EvalResult>& results, const nlohmann::json& summary) {
+  fmt::print("{:<8} {:<7} {:<12} {:<20} {:<11} {:>10} {:>9} {:>9} {:>6} {:>6}\n", "problem",
+             "backend", "kernel", "sizes", "status", "time ms", "GFLOP/s", "speedup", "SOL%", "score");
+  for (const auto& r : results) {
+    const auto& rf = r.roofline;
+    fmt::print("{:<8} {:<7} {:<12} {:<20} {:<11} {:>10.3f} {:>9.1f} {:>8.2f}x {:>6.1f} {:>6}\n",
+               r.problem, r.backend, r.kernel, format_sizes(r.sizes), disposition_name(r.disposition),
+               r.timing ? r.timing->median_s * 1e3 : 0.0, r.gflops, r.speedup(),
+               rf ? 100 * rf->sol_fraction : 0.0,
+               rf && rf->score ? fmt::format("{:.3f}", *rf->score) : "-");
+  }
+  fmt::print("\n{} entries, {} correct: fast_1.0 {:.2f}  fast_1.5 {:.2f}  fast_2.0 {:.2f}  "
+             "geomean SOL {:.1f}%\n",
+             summary["entries"].get<int>(), summary["correct"].get<int>(),
+             summary["fast_1.0"].get<double>(), summary["fast_1.5"].get<double>(),
+             summary["fast_2.0"].get<double>(), 100 * summary["geomean_sol_fraction"].get<double>());
+}
+
+}  // namespace
+
+void add_suite(CLI::App& app, int& code) {
+  auto* cmd = app.add_subcommand(
+      "suite", "every problem with its default sizes and kernel: correctness, time, speedup over "
+               "the baseline, speed of light; fast_p and geometric-mean SOL");
+  auto o = std::make_shared<SuiteOptions>();
+  o->backends = "all";
+  o->add_to(*cmd, /*problem_positional=*/false);
+  cmd->add_option("--problem", o->problems, "only these problems (comma-separated)");
+  cmd->add_flag("--csv", o->csv, "print CSV rows instead of a table");
+  o->measure.add_to(*cmd);
+  cmd->callback([o, &code] {
+    if (o->json && o->csv) throw UsageError("choose one of --json and --csv");
+    const auto wanted = o->problems.empty() ? std::vector<std::string>{} : split(o->problems, ',');
+    for (const auto& w : wanted) (void)find_problem(w);  // an unknown name: a usage error
+    std::vector<EvalResult> results;
+    nlohmann::json ceilings_json = nlohmann::json::array();
+    const auto names = backend_list(o->backends);
+    std::size_t total = 0, done = 0;
+    for (const auto& p : problems())
+      if (wanted.empty() || std::find(wanted.begin(), wanted.end(), p->name()) != wanted.end())
+        total += names.size();
+    for (const auto& name : names) {
+      auto backend = make_backend(name, {.threads = o->threads});
+      if (backend->can_run()) ceilings_json.push_back(ceilings(*backend).to_json());
+      for (const auto& p : problems()) {
+        if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), p->name()) == wanted.end())
+          continue;
+        progress("suite", static_cast<int>(done), static_cast<int>(total));
+        InstanceOptions io = *o;
+        io.problem = p->name();
+        io.sizes = sizes_for(*p, o->sizes);
+        EvalRequest req = make_request(io, *p, library_kernel(*p, backend->lang()), name);
+        req.bench = true;
+        req.baseline = true;
+        o->measure.apply(req.measure);
+        results.push_back(evaluate(req, *backend));
+        progress("suite", static_cast<int>(++done), static_cast<int>(total));
+      }
+    }
+    code = exit_code(results);
+    const nlohmann::json summary = summary_json(results);
+    if (o->csv) return print_csv(results);
+    if (!o->json) return print_table(results, summary);
+    nlohmann::json context = machine_info().to_json();
+    context["date"] = now_iso();
+#ifdef NDEBUG
+    context["library_build_type"] = "release";
+#else
+    context["library_build_type"] = "debug";
+#endif
+    context["measure"] = {{"cold", o->measure.cold},
+                          {"criterion", o->measure.repetitions > 0
+                                            ? fmt::format("fixed count of {}", o->measure.repetitions)
+                                            : fmt::format("noise: rel stdev <= {} after >= {} s, timeout {} s",
+                                                          o->measure.max_noise, o->measure.min_time_s,
+                                                          o->measure.max_time_s)}};
+    context["ceilings"] = ceilings_json;
+    nlohmann::json doc = {{"context", context}, {"benchmarks", nlohmann::json::array()}, {"summary", summary}};
+    for (const auto& r : results) doc["benchmarks"].push_back(entry_json(r));
+    fmt::print("{}\n", doc.dump(2));
+  });
+}
+
+}  // namespace kforge::cli

@@ -1,0 +1,167 @@
+// Runs the ceilings micro-benchmarks (src/measure/ceilings/) through a backend like any
+// kernel: peak operation rates per dtype, and STREAM bandwidths from DRAM and from the
+// last-level cache, each for all threads and for one.
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "kforge/backend.hpp"
+#include "kforge/error.hpp"
+#include "kforge/measure.hpp"
+#include "kforge/util.hpp"
+
+namespace kforge {
+namespace {
+
+class Micro {
+ public:
+  Micro(Backend& b, const std::function<void(const std::string&)>& progress)
+      : b_(b), progress_(progress) {
+    switch (b.lang()) {
+      case Lang::cpp: source_ = embedded_file("src/measure/ceilings/ceilings.cpp"); break;
+      case Lang::opencl: source_ = embedded_file("src/measure/ceilings/ceilings.cl"); break;
+      case Lang::cuda: source_ = embedded_file("src/measure/ceilings/ceilings.cu"); break;
+    }
+    if (cpu()) workers_ = probe_workers();
+  }
+
+  [[nodiscard]] bool cpu() const { return b_.lang() == Lang::cpp; }
+
+  // The best rate of a peak kernel in operations per second; 0 when the device lacks it.
+  double peak(const std::string& entry, bool one) {
+    tell("peak " + entry + (one ? ", one thread" : ""));
+    Module* m = module(entry);
+    if (!m) return 0;
+    LaunchGeometry g;
+    if (cpu()) g = {{one ? 1 : workers_, 1, 1}, {1, 1, 1}};
+    else g = {{one ? 1 : (b_.lang() == Lang::opencl ? 32 : 4096), 1, 1}, {256, 1, 1}};
+    const std::int64_t items = g.grid.x * g.block.x;
+    auto out = b_.alloc(static_cast<std::size_t>(items + 1) * 4);
+    auto rate = [&](int iters, double& seconds) {
+      const Arg args[] = {Arg::buf(*out), Arg::i(iters)};
+      seconds = b_.run(*m, g, args);
+      std::vector<float> h(static_cast<std::size_t>(items + 1));
+      b_.read(*out, h.data(), h.size() * 4);
+      return static_cast<double>(h.back()) * iters * static_cast<double>(items) / seconds;
+    };
+    int iters = 64;
+    double seconds = 0, best = rate(iters, seconds);
+    if (best <= 0) return 0;
+    // Short launches (>= 5 ms), best of many: on a busy machine some run undisturbed.
+    while (seconds < 0.005 && iters < (1 << 28)) best = rate(iters *= 2, seconds);
+    for (int rep = 0; rep < 20; ++rep) best = std::max(best, rate(iters, seconds));
+    return best;
+  }
+
+  // STREAM's four kernels over arrays of `n` floats; `reps` sweeps per launch (cpu only).
+  Bandwidth stream(std::int64_t n, int reps, int launches, bool one, const std::string& level) {
+    Bandwidth bw;
+    if (one && !cpu()) return bw;  // one work-item cannot stream; not measured
+    const std::size_t bytes = static_cast<std::size_t>(n) * 4;
+    auto a = b_.alloc(bytes), x = b_.alloc(bytes), y = b_.alloc(bytes);
+    auto out = b_.alloc(static_cast<std::size_t>(std::max<std::int64_t>(workers_, n / 64) + 1) * 4);
+    std::vector<float> init(static_cast<std::size_t>(n), 1.0f);
+    for (Buffer* buf : {a.get(), x.get(), y.get()}) b_.write(*buf, init.data(), bytes);  // first touch
+    init = {};
+    const LaunchGeometry g = cpu() ? LaunchGeometry{{one ? 1 : workers_, 1, 1}, {1, 1, 1}}
+                                   : LaunchGeometry{{(n + 255) / 256, 1, 1}, {256, 1, 1}};
+    const int r = cpu() ? reps : 1;
+    const int ni = static_cast<int>(n);
+    // OpenCL's read takes 64 floats per work-item (see ceilings.cl).
+    const LaunchGeometry g_read =
+        b_.lang() == Lang::opencl ? LaunchGeometry{{(n / 64 + 255) / 256, 1, 1}, {256, 1, 1}} : g;
+    auto best = [&](const std::string& entry, std::span<const Arg> args, double arrays) {
+      tell(level + " " + entry + (one ? ", one thread" : ""));
+      Module* m = module(entry);
+      if (!m) return 0.0;
+      double best_s = 1e30;
+      for (int i = 0; i < launches; ++i)
+        best_s = std::min(best_s, b_.run(*m, entry == "read" ? g_read : g, args));
+      return arrays * static_cast<double>(bytes) * r / best_s;
+    };
+    const Arg read_args[] = {Arg::buf(*a), Arg::buf(*out), Arg::i(ni), Arg::i(r)};
+    const Arg write_args[] = {Arg::buf(*a), Arg::i(ni), Arg::f(2.0f), Arg::i(r)};
+    const Arg copy_args[] = {Arg::buf(*a), Arg::buf(*x), Arg::i(ni), Arg::i(r)};
+    const Arg triad_args[] = {Arg::buf(*a), Arg::buf(*x), Arg::buf(*y), Arg::i(ni), Arg::f(0.5f),
+                              Arg::i(r)};
+    bw.read = best("read", read_args, 1);
+    bw.write = best("write", write_args, 1);
+    bw.copy = best("copy", copy_args, 2);
+    bw.triad = best("triad", triad_args, 3);
+    return bw;
+  }
+
+ private:
+  int probe_workers() {
+    Module* m = module("probe_workers");
+    auto out = b_.alloc(4);
+    const Arg args[] = {Arg::buf(*out)};
+    (void)b_.run(*m, {{1, 1, 1}, {1, 1, 1}}, args);
+    float w = 0;
+    b_.read(*out, &w, 4);
+    return std::max(1, static_cast<int>(w));
+  }
+
+  Module* module(const std::string& entry) {
+    auto it = modules_.find(entry);
+    if (it != modules_.end()) return it->second.get();
+    std::shared_ptr<Module> m;
+    try {
+      m = b_.compile(source_, entry, {});
+    } catch (const CompileError&) {
+      // the device lacks this kind (e.g. no fp64): the figure stays 0
+    }
+    return (modules_[entry] = m).get();
+  }
+
+  void tell(const std::string& what) {
+    if (progress_) progress_(what);
+  }
+
+  Backend& b_;
+  const std::function<void(const std::string&)>& progress_;
+  std::string source_;
+  int workers_ = 1;
+  std::map<std::string, std::shared_ptr<Module>> modules_;
+};
+
+Compute peaks(Micro& m, bool one) {
+  Compute c;
+  c.fp64 = m.peak("peak_fp64", one);
+  c.fp32 = m.peak("peak_fp32", one);
+  c.fp16 = m.peak("peak_fp16", one);
+  c.bf16 = m.peak("peak_bf16", one);
+  c.int8 = m.peak("peak_int8", one);
+  return c;
+}
+
+}  // namespace
+
+Ceilings measure_ceilings(Backend& b, const std::function<void(const std::string&)>& progress) {
+  if (!b.can_run()) throw NotSupported("the " + b.name() + " backend cannot run here");
+  const auto t0 = std::chrono::steady_clock::now();
+  Ceilings c;
+  c.fingerprint = ceilings_fingerprint(b);
+  c.backend = b.name();
+  c.device = b.device();
+  // The cpu and a CPU OpenCL device share the host's last-level cache; a GPU's is unknown
+  // here, so assume a large one (64 MiB) to keep the DRAM arrays beyond it.
+  const std::int64_t host_llc = machine_info().llc_bytes;
+  c.llc_bytes = b.lang() == Lang::cuda ? std::max<std::int64_t>(host_llc, 64ll << 20) : host_llc;
+  Micro m(b, progress);
+  c.all.compute = peaks(m, false);
+  c.one.compute = peaks(m, true);
+  // DRAM: each array at least 4x the last-level cache (STREAM's rule), 128 MiB at least.
+  const std::int64_t dram_n = std::max<std::int64_t>(4 * c.llc_bytes, 128ll << 20) / 4;
+  c.all.dram = m.stream(dram_n, 1, 10, false, "dram");
+  c.one.dram = m.stream(dram_n, 1, 3, true, "dram");
+  // LLC: three arrays filling half the cache; each launch sweeps them for about 256 MiB.
+  const std::int64_t llc_n = std::max<std::int64_t>(c.llc_bytes / 2 / 3 / 4 / 4096 * 4096, 4096);
+  const int reps = static_cast<int>(std::max<std::int64_t>(1, (256ll << 20) / (3 * 4 * llc_n)));
+  c.all.llc = m.stream(llc_n, reps, m.cpu() ? 20 : 50, false, "llc");
+  c.one.llc = m.stream(llc_n, reps, 10, true, "llc");
+  c.measure_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return c;
+}
+
+}  // namespace kforge

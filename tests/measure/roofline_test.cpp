@@ -1,0 +1,101 @@
+// Speed-of-light arithmetic on known counts: the SOL fraction and its bound, the memory roof
+// hot data gets, SOL-ExecBench's score, and the suite figures.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/measure.hpp"
+
+namespace kforge {
+namespace {
+
+Ceilings known() {
+  Ceilings c;
+  c.backend = "cpu";
+  c.fingerprint = "test";
+  c.llc_bytes = 32 << 20;
+  c.all.dram = {100e9, 80e9, 90e9, 95e9};  // best: read, 100 GB/s
+  c.all.llc = {400e9, 300e9, 350e9, 380e9};
+  c.all.compute.fp32 = 1e12;
+  c.all.compute.fp64 = 0.5e12;
+  c.all.compute.bf16 = 2e12;
+  return c;
+}
+
+TEST(Roofline, ComputeBound) {
+  // 1e12 FLOPs at 1 TFLOP/s: T_sol = 1 s; 1 GB at 100 GB/s is 10 ms. Took 2 s.
+  const Roofline r = roofline(known(), DType::fp32, 1e12, 1e9, 2.0);
+  EXPECT_EQ(r.bound, "compute");
+  EXPECT_DOUBLE_EQ(r.t_sol_s, 1.0);
+  EXPECT_DOUBLE_EQ(r.sol_fraction, 0.5);
+  EXPECT_DOUBLE_EQ(r.arithmetic_intensity, 1000);
+  EXPECT_FALSE(r.score);  // no baseline
+}
+
+TEST(Roofline, MemoryBoundUsesTheBestDramFigure) {
+  // 1e9 FLOPs (1 ms) but 10 GB at 100 GB/s: T_sol = 0.1 s. Took 0.4 s.
+  const Roofline r = roofline(known(), DType::fp32, 1e9, 10e9, 0.4);
+  EXPECT_EQ(r.bound, "memory");
+  EXPECT_EQ(r.memory_roof, "dram");
+  EXPECT_DOUBLE_EQ(r.sol_fraction, 0.25);
+}
+
+TEST(Roofline, HotDataThatFitsTheCacheMeetsTheCacheRoof) {
+  const double bytes = 16 << 20;  // fits 32 MiB
+  const Roofline hot = roofline(known(), DType::fp32, 1e3, bytes, 1.0, 0, /*hot=*/true);
+  EXPECT_EQ(hot.memory_roof, "llc");
+  EXPECT_DOUBLE_EQ(hot.t_sol_s, bytes / 400e9);
+  const Roofline cold = roofline(known(), DType::fp32, 1e3, bytes, 1.0, 0, /*hot=*/false);
+  EXPECT_EQ(cold.memory_roof, "dram");
+  EXPECT_DOUBLE_EQ(cold.t_sol_s, bytes / 100e9);
+}
+
+TEST(Roofline, PeakPerDtype) {
+  const Ceilings c = known();
+  EXPECT_DOUBLE_EQ(c.flops_for(DType::fp64), 0.5e12);
+  EXPECT_DOUBLE_EQ(c.flops_for(DType::bf16), 2e12);   // its own dot-product peak
+  EXPECT_DOUBLE_EQ(c.flops_for(DType::fp16), 1e12);   // none measured: fp32's
+}
+
+TEST(SolScore, HalfAtTheBaselineOneAtTheSpeedOfLight) {
+  EXPECT_DOUBLE_EQ(*sol_score(4.0, 1.0, 4.0), 0.5);
+  EXPECT_DOUBLE_EQ(*sol_score(1.0, 1.0, 4.0), 1.0);
+  EXPECT_DOUBLE_EQ(*sol_score(2.0, 1.0, 4.0), 1.0 / (1.0 + 1.0 / 3.0));  // 0.75
+  EXPECT_LT(*sol_score(8.0, 1.0, 4.0), 0.5);  // slower than the baseline
+  EXPECT_FALSE(sol_score(2.0, 1.0, 1.0));     // a baseline at the roof gives no scale
+}
+
+TEST(SolScore, CarriedByRoofline) {
+  // T_sol = 1 s, baseline 3 s, kernel 2 s: S = 1 / (1 + 1/2) = 2/3.
+  const Roofline r = roofline(known(), DType::fp32, 1e12, 1e3, 2.0, 3.0);
+  ASSERT_TRUE(r.score);
+  EXPECT_NEAR(*r.score, 2.0 / 3.0, 1e-12);
+}
+
+TEST(Suite, FastPAndGeomeanSol) {
+  const std::vector<SuiteEntry> e = {
+      {true, 2.5, 0.5}, {true, 1.2, 0.2}, {false, 3.0, 0.9}, {true, 0.8, 0.1}, {true, 0.0, 0.4}};
+  EXPECT_DOUBLE_EQ(fast_p(e, 1.0), 2.0 / 5);  // 2.5 and 1.2; the incorrect one never counts
+  EXPECT_DOUBLE_EQ(fast_p(e, 1.5), 1.0 / 5);
+  EXPECT_DOUBLE_EQ(fast_p(e, 2.0), 1.0 / 5);
+  EXPECT_NEAR(geomean_sol(e), std::pow(0.5 * 0.2 * 0.1 * 0.4, 0.25), 1e-12);
+  EXPECT_DOUBLE_EQ(fast_p({}, 1.0), 0);
+  EXPECT_DOUBLE_EQ(geomean_sol({}), 0);
+}
+
+TEST(Ceilings, JsonRoundTrip) {
+  Ceilings c = known();
+  c.one.compute.fp32 = 0.1e12;
+  const Ceilings back = Ceilings::from_json(c.to_json());
+  EXPECT_DOUBLE_EQ(back.bandwidth_bytes_s(), 100e9);
+  EXPECT_DOUBLE_EQ(back.llc_bandwidth_bytes_s(), 400e9);
+  EXPECT_DOUBLE_EQ(back.all.compute.bf16, 2e12);
+  EXPECT_DOUBLE_EQ(back.one.compute.fp32, 0.1e12);
+  EXPECT_EQ(back.llc_bytes, 32 << 20);
+  EXPECT_DOUBLE_EQ(c.to_json()["bandwidth_GBs"].get<double>(), 100.0);
+}
+
+}  // namespace
+}  // namespace kforge

@@ -1,0 +1,77 @@
+// `kforge suite --json` end to end on small sizes: a Google-Benchmark-shaped document (context,
+// benchmarks, summary) with every field a report or a comparison needs; then `kforge report`
+// on it, and `kforge bench --compare` of a result with itself.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.hpp"
+
+namespace kforge::test {
+namespace {
+
+const std::string kCli = KFORGE_CLI_PATH;
+const std::string kSmall = " --backend cpu --size M=96,N=80,K=72 --trials 1 --repetitions 5 ";
+
+TEST(SuiteCli, JsonHasContextBenchmarksAndSummary) {
+  const CommandResult r = run_command(kCli + " suite" + kSmall + "--json");
+  ASSERT_LE(r.exit_code, 1) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& c = doc.at("context");
+  for (const char* k : {"date", "host_name", "cpu_model", "num_cpus", "caches", "ceilings", "measure"})
+    EXPECT_TRUE(c.contains(k)) << k;
+  ASSERT_FALSE(c["ceilings"].empty());
+  EXPECT_GT(c["ceilings"][0]["bandwidth_GBs"].get<double>(), 0);
+  const auto& b = doc.at("benchmarks");
+  ASSERT_EQ(b.size(), 1u);  // one problem (gemm) on one backend
+  for (const char* k : {"name", "run_type", "iterations", "real_time", "time_unit", "problem",
+                        "kernel", "backend", "disposition", "correct", "median_s", "stdev_s",
+                        "samples", "outliers", "stop_reason", "gflops", "sol_fraction", "bound",
+                        "arithmetic_intensity", "speedup_vs_baseline"})
+    EXPECT_TRUE(b[0].contains(k)) << k;
+  EXPECT_EQ(b[0]["name"], "gemm/cpu/K=72,M=96,N=80/fp32");
+  EXPECT_EQ(b[0]["repetitions"], 5);
+  EXPECT_EQ(b[0]["stop_reason"], "fixed count of 5");
+  const auto& s = doc.at("summary");
+  for (const char* k : {"entries", "correct", "fast_1.0", "fast_1.5", "fast_2.0", "geomean_sol_fraction"})
+    EXPECT_TRUE(s.contains(k)) << k;
+  EXPECT_EQ(s["entries"], 1);
+
+  const auto dir = std::filesystem::temp_directory_path() / "kforge-suite-cli-test";
+  std::filesystem::create_directories(dir);
+  const auto input = dir / "suite.json";
+  std::ofstream(input) << r.out;
+  const CommandResult rep = run_command(kCli + " report --input " + input.string() + " --out " + dir.string());
+  EXPECT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "report.html"));
+
+  const CommandResult cmp = run_command(kCli + " bench --compare " + input.string() + " " + input.string() + " --json");
+  ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
+  const auto cj = nlohmann::json::parse(cmp.out);
+  ASSERT_EQ(cj.size(), 1u);
+  EXPECT_FALSE(cj[0]["differ"].get<bool>());  // the same samples never differ
+  EXPECT_DOUBLE_EQ(cj[0]["ratio_b_over_a"].get<double>(), 1.0);
+}
+
+TEST(SuiteCli, CsvHasAHeaderAndOneRowPerEntry) {
+  const CommandResult r = run_command(kCli + " suite" + kSmall + "--csv");
+  ASSERT_LE(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out.rfind("name,problem,kernel,backend", 0), 0u);
+  int lines = 0;
+  for (char ch : r.out) lines += ch == '\n';
+  EXPECT_EQ(lines, 2);
+}
+
+TEST(SuiteCli, HelpDocumentsColdAndHot) {
+  const CommandResult r = run_command(kCli + " bench --help");
+  EXPECT_NE(r.out.find("--cold"), std::string::npos);
+  EXPECT_NE(r.out.find("Default: hot"), std::string::npos);
+  EXPECT_NE(r.out.find("--repetitions"), std::string::npos);
+  EXPECT_NE(r.out.find("--compare"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kforge::test
