@@ -80,26 +80,26 @@ void roofs_svg(std::string& s, const Axes& a, const RoofSet& r, const char* colo
   const double xl = std::pow(10.0, a.x0), xr = std::pow(10.0, a.x1);
   double top = 0;
   for (const auto& [t, peak] : r.peaks_GFLOPs) top = std::max(top, peak);
-  auto slope = [&](double bw, const char* cls, const char* name) {
+  auto slope = [&](double bw, const char* cls, const char* name, double label_at) {
     if (bw <= 0 || top <= 0) return;
     const double ridge = top / bw, x_start = std::max(xl, std::pow(10.0, a.y0) / bw);
     s += fmt::format(R"svg(<line class="{}" stroke="{}" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/>)svg" "\n",
                      cls, color, a.x(x_start), a.y(bw * x_start), a.x(std::min(ridge, xr)),
                      a.y(bw * std::min(ridge, xr)));
-    const double lx = std::max(x_start * 1.5, std::min(ridge, xr) / 30);
+    const double lx = std::max(x_start * 1.5, std::min(ridge, xr) / label_at);
     s += fmt::format(R"svg(<text class="roof-label" fill="{}" x="{:.1f}" y="{:.1f}">{} {} {} GB/s</text>)svg" "\n",
                      color, a.x(lx) + 4, a.y(bw * lx) - 6, xml_escape(r.backend), name,
                      format_si(bw));
   };
-  slope(r.dram_GBs, "roof", "DRAM");
-  if (r.llc_GBs > r.dram_GBs * 1.05) slope(r.llc_GBs, "roof llc", "LLC");
+  slope(r.dram_GBs, "roof", "DRAM", 30);
+  if (r.llc_GBs > r.dram_GBs * 1.05) slope(r.llc_GBs, "roof llc", "LLC", 4);
   for (const auto& [t, peak] : r.peaks_GFLOPs) {
     const double ridge = r.dram_GBs > 0 ? std::max(xl, std::min(peak / r.dram_GBs, xr)) : xl;
     s += fmt::format(R"svg(<line class="roof" stroke="{}" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/>)svg" "\n",
                      color, a.x(ridge), a.y(peak), a.x(xr), a.y(peak));
-    s += fmt::format(R"svg(<text class="roof-label" fill="{}" x="{:.1f}" y="{:.1f}">{} {} {} GFLOP/s</text>)svg" "\n",
+    s += fmt::format(R"svg(<text class="roof-label" fill="{}" x="{:.1f}" y="{:.1f}">{} {} {} {}/s</text>)svg" "\n",
                      color, kWidth - kRight + 4, a.y(peak) + 4, xml_escape(r.backend), t,
-                     format_si(peak));
+                     format_si(peak), t == "int8" ? "GOP" : "GFLOP");
   }
 }
 
