@@ -72,6 +72,8 @@ std::vector<WrongKernel> corpus() {
       {.file = "fp16_accumulator.cpp",
        .args = std::string(kCpu16) + " --dtype fp16 --size M=64,N=64,K=256",
        .checks = {"bound", "finite"}},
+      {.file = "fp16_truncating_store.cpp",
+       .args = std::string(kCpu16) + " --dtype fp16 " + k64, .checks = {"bound"}},
       {.file = "nan_beta_zero.cpp", .args = cpu, .checks = {"finite"}},
       {.file = "uses_a_twice.cpp", .args = cpu, .checks = {"bound", "perturbation"}},
       {.file = "reads_c_beta_zero.cpp", .args = cpu, .checks = {"poison", "finite"}},
@@ -86,6 +88,7 @@ std::vector<WrongKernel> corpus() {
       {.file = "bf16_accumulator.cl", .args = cl, .checks = {"bound"}},
       {.file = "all_zero.cl", .args = cl, .checks = {"all_zero", "bound"}},
       {.file = "ignores_alpha.cl", .args = cl, .checks = {"bound"}},
+      {.file = "bf16_scalars.cl", .args = cl, .checks = {"bound"}},
       {.file = "race_split_k.cl",
        .args = "--lang opencl --params KS=8 --grid 'ceil_div(N,128),ceil_div(M,128),KS' "
                "--block 16,16,1 --size M=256,N=256,K=1024",
@@ -187,7 +190,7 @@ TEST_P(WrongKernels, RejectedByTheNamedCheck) {
   for (const auto& c : k.checks) wanted += (wanted.empty() ? "" : "|") + c;
   EXPECT_TRUE(k.checks.count(check)) << k.file << ": failed_check '" << check << "', expected " << wanted
                                      << "\n" << summary(r);
-  std::printf("[ corpus ] %-22s %-16s failed_check=%-14s at %s%s\n", k.file.c_str(), disposition.c_str(),
+  std::printf("[ corpus ] %-26s %-16s failed_check=%-14s at %s%s\n", k.file.c_str(), disposition.c_str(),
               check.c_str(), v.value("failed_sizes", json::object()).dump().c_str(),
               v.contains("worst_distribution") ? (" (" + v.at("worst_distribution").get<std::string>() + " inputs)").c_str() : "");
 
