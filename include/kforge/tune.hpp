@@ -4,10 +4,12 @@
 // first, so tuning never ends worse than not tuning.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kforge/evaluate.hpp"
+#include "kforge/strategy.hpp"
 
 namespace kforge {
 
@@ -20,22 +22,37 @@ namespace kforge {
 [[nodiscard]] std::vector<ParamValues> sample_configs(const KernelSpec& k, const Sizes& s,
                                                       std::size_t count, std::uint64_t seed);
 
+// `spec` as "NAME=V1|V2|...,NAME=..." keeps only those values of each named parameter (a
+// default outside them moves to the first one kept). Throws UsageError naming a parameter the
+// kernel lacks or a value not in its list.
+[[nodiscard]] KernelSpec restrict_space(const KernelSpec& k, const std::string& spec);
+
 struct TuneOptions {
-  std::string strategy = "random";  // random | brute
+  std::string strategy = "random";  // see strategy_names()
   int budget = 20;                  // evaluations, the default configuration included
   std::uint64_t seed = 1;
+  double time_limit_s = 0;          // stop once this much evaluation time is spent (0: none)
+  StrategyOptions strategy_options; // its budget is set from `budget`
+  // Results store hooks (kforge/store.hpp), both optional: `lookup` answers a request from
+  // stored results, which then is not evaluated again (resume); `record` receives each
+  // evaluation that ran, as soon as it ends.
+  std::function<std::optional<EvalResult>(const EvalRequest&)> lookup;
+  std::function<void(const EvalRequest&, const EvalResult&)> record;
 };
 
 struct TuneResult {
   std::vector<EvalResult> evaluations;  // in the order run
   int best = -1;                        // index of the fastest passed evaluation, -1 if none
+  std::uint64_t space_size = 0;         // valid configurations
+  std::string stopped;                  // budget | time | exhausted
+  nlohmann::json strategy_report;       // e.g. the MAP-Elites archive
 };
 
 using TuneProgress = std::function<void(int done, int total, const EvalResult& last)>;
 
-// `base` fixes problem, kernel, sizes, dtype and backend; its params are ignored. Evaluations
-// run in this process with `bench` on (library kernels are trusted).
-//
+// `base` fixes problem, kernel, sizes, dtype and backend; its params are ignored. The strategy
+// runs through ask/tell over the kernel's valid space; the default configuration is evaluated
+// first. Evaluations run in this process with `bench` on (library kernels are trusted).
 [[nodiscard]] TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o,
                               const TuneProgress& progress = {});
 

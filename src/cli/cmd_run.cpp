@@ -1,5 +1,6 @@
 // `kforge verify` and `kforge bench`: a library kernel through the gates, on each backend named.
 #include "cli/commands.hpp"
+#include "cli/bench_store.hpp"
 #include "cli/common.hpp"
 #include "cli/compare.hpp"
 #include "cli/measure_flags.hpp"
@@ -25,12 +26,15 @@ void add_run(CLI::App& app, int& code, const char* name, const char* help, bool 
         ->expected(2);
     cmd->get_option("problem")->required(false);
   }
-  cmd->callback([o, no_baseline, bench, measure, compare, &code] {
+  auto store = std::make_shared<BenchStoreOptions>();  // bench: tuned parameters from the store
+  if (bench) store->add_to(*cmd);
+  cmd->callback([o, no_baseline, bench, store, measure, compare, &code] {
     if (!compare->empty()) {
       code = compare_result_files((*compare)[0], (*compare)[1], o->json);
       return;
     }
     if (o->problem.empty()) throw UsageError("name a problem (see `kforge list`), or --compare A.json B.json");
+    std::vector<ParamsSource> sources;
     const auto problem = find_problem(o->problem);
     std::vector<EvalResult> results;
     for (const auto& name : backend_list(o->backends)) {
@@ -39,9 +43,11 @@ void add_run(CLI::App& app, int& code, const char* name, const char* help, bool 
       req.bench = bench;
       req.baseline = bench && !*no_baseline;
       if (bench) measure->apply(req.measure);
+      if (bench) sources.push_back(store->choose(req, *backend, o->params));
       results.push_back(evaluate(req, *backend));
     }
-    print_results(results, o->json, bench);
+    if (bench) print_results_with_source(results, sources, o->json);
+    else print_results(results, o->json, bench);
     code = exit_code(results);
   });
 }

@@ -6,29 +6,56 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "kforge/backend.hpp"
+#include "kforge/error.hpp"
 #include "kforge/tune.hpp"
+#include "cli/tune_extra.hpp"
 
 namespace kforge::cli {
 
 void add_tune(CLI::App& app, int& code) {
   auto* cmd = app.add_subcommand("tune", "search a kernel's parameter space for the fastest correct configuration");
-  struct Opts : InstanceOptions { std::string strategy = "random"; int budget = 20; std::uint64_t tune_seed = 1; };
+  struct Opts : InstanceOptions { std::string strategy = "random"; int budget = 20; std::uint64_t tune_seed = 1; TuneExtras extra; };
   auto o = std::make_shared<Opts>();
   o->add_to(*cmd);
   o->trials = 1;
-  cmd->add_option("--strategy", o->strategy, "random or brute")->capture_default_str();
+  cmd->get_option("problem")->required(false);  // not with --replay
+  cmd->add_option("--strategy", o->strategy, "brute, random, anneal, genetic, mapelites or bayes")->capture_default_str();
   cmd->add_option("--budget", o->budget, "evaluations per backend (the default configuration included)")->capture_default_str();
   cmd->add_option("--tune-seed", o->tune_seed, "seed of the strategy")->capture_default_str();
-  cmd->callback([o, &code] {
+  add_tune_extras(*cmd, o->extra);
+  cmd->callback([o, &code, cmd] {
+    if (!o->extra.replay.empty()) {  // the seed of a replay: --tune-seed, else --seed, else 1
+      const bool own = cmd->get_option("--tune-seed")->count() || !cmd->get_option("--seed")->count();
+      code = run_replay(o->extra, o->strategy, o->budget, own ? o->tune_seed : o->seed, o->json);
+      return;
+    }
+    if (o->problem.empty()) throw UsageError("tune needs a problem (see `kforge list`) or --replay CACHE.json");
     const auto problem = find_problem(o->problem);
     nlohmann::json doc = nlohmann::json::array();
     std::vector<EvalResult> winners;
     for (const auto& name : backend_list(o->backends)) {
       auto backend = make_backend(name, {.threads = o->threads});
-      EvalRequest base = make_request(*o, *problem, library_kernel(*problem, backend->lang()), name);
-      const TuneResult t = tune(base, *backend, {o->strategy, o->budget, o->tune_seed},
-                                [&](int done, int total, const EvalResult&) { progress("tune " + name, done, total); });
-      nlohmann::json entry = {{"backend", name}, {"device", backend->device()}, {"evaluations", nlohmann::json::array()}};
+      EvalRequest base = make_request(*o, *problem, restrict_space(library_kernel(*problem, backend->lang()),
+                                                                   o->extra.restrict_values), name);
+      TuneOptions to{o->strategy, o->budget, o->tune_seed, o->extra.time_limit_s, strategy_options(o->extra)};
+      double best_ms = 0;
+      const TuneResult t = tune(base, *backend, to, [&](int done, int total, const EvalResult& e) {
+        if (e.passed() && e.timing && (best_ms == 0 || e.timing->median_s * 1e3 < best_ms)) best_ms = e.timing->median_s * 1e3;
+        progress(best_ms > 0 ? fmt::format("tune {} (best {:.4g} ms)", name, best_ms) : "tune " + name, done, total);
+      });
+      if (!o->extra.record.empty()) {
+        std::string path = o->extra.record;
+        if (backend_list(o->backends).size() > 1) path.insert(path.rfind(".json") == std::string::npos ? path.size() : path.rfind(".json"), "." + name);
+        write_record(path, base.kernel, base.sizes, backend->device(), t.evaluations);
+      }
+      if (!o->json) {
+        fmt::print("{}: {} valid configurations, strategy {}, {} evaluations (stopped: {})\n", name, t.space_size,
+                   o->strategy, t.evaluations.size(), t.stopped);
+        print_strategy_report(o->strategy, t.strategy_report);
+      }
+      nlohmann::json entry = {{"backend", name}, {"device", backend->device()}, {"evaluations", nlohmann::json::array()},
+                            {"strategy", o->strategy}, {"space_size", t.space_size}, {"stopped", t.stopped}};
+      if (!t.strategy_report.empty()) entry["strategy_report"] = t.strategy_report;
       for (const auto& e : t.evaluations) entry["evaluations"].push_back(e.to_json());
       if (t.best >= 0) {
         // Re-time the winner beside the baseline, in one go.

@@ -1,9 +1,13 @@
 #include "kforge/tune.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "kforge/error.hpp"
 #include "kforge/rng.hpp"
+#include "kforge/search.hpp"
+#include "kforge/util.hpp"
 
 namespace kforge {
 
@@ -42,33 +46,73 @@ std::vector<ParamValues> sample_configs(const KernelSpec& k, const Sizes& s, std
   return out;
 }
 
+KernelSpec restrict_space(const KernelSpec& k, const std::string& spec) {
+  KernelSpec out = k;
+  if (trim(spec).empty()) return out;
+  for (const std::string& item : split(spec, ',')) {
+    const auto eq = item.find('=');
+    const std::string name = trim(item.substr(0, eq));
+    if (eq == std::string::npos || name.empty())
+      throw UsageError("bad restriction '" + item + "': write NAME=V1|V2, comma-separated");
+    auto p = std::find_if(out.params.begin(), out.params.end(), [&](const Param& x) { return x.name == name; });
+    if (p == out.params.end()) throw UsageError("kernel " + k.name + " has no parameter '" + name + "' to restrict");
+    std::vector<std::int64_t> keep;
+    for (const std::string& v : split(item.substr(eq + 1), '|')) {
+      std::int64_t x = 0;
+      try {
+        x = std::stoll(trim(v));
+      } catch (const std::exception&) {
+        throw UsageError("bad value '" + v + "' for " + name + ": an integer is needed");
+      }
+      if (std::find(p->values.begin(), p->values.end(), x) == p->values.end())
+        throw UsageError("value " + std::to_string(x) + " is not one of " + name + "'s values");
+      keep.push_back(x);
+    }
+    p->values = keep;
+    if (std::find(keep.begin(), keep.end(), out.defaults[name]) == keep.end()) out.defaults[name] = keep.front();
+  }
+  return out;
+}
+
 TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o,
                 const TuneProgress& progress) {
   if (o.budget < 1) throw UsageError("tuning budget must be at least 1 evaluation");
-  std::vector<ParamValues> plan;
-  const ParamValues defaults = base.kernel.resolve({});
-  if (!base.kernel.check(defaults, base.sizes)) plan.push_back(defaults);
-  std::vector<ParamValues> more;
-  if (o.strategy == "brute") more = valid_configs(base.kernel, base.sizes, o.budget + 1);
-  else if (o.strategy == "random") more = sample_configs(base.kernel, base.sizes, o.budget + 1, o.seed);
-  else throw UsageError("unknown strategy '" + o.strategy + "': use random or brute");
-  for (auto& p : more)
-    if (static_cast<int>(plan.size()) < o.budget && (plan.empty() || p != plan.front()))
-      plan.push_back(std::move(p));
+  const Space space = Space::from_kernel(base.kernel, base.sizes);
+  StrategyOptions so = o.strategy_options;
+  so.budget = o.budget;
+  auto strategy = make_strategy(o.strategy, space, o.seed, so);
 
   TuneResult r;
-  for (const ParamValues& p : plan) {
+  r.space_size = space.size();
+  const int total = static_cast<int>(std::min<std::uint64_t>(o.budget, space.size()));
+  auto objective = [&](const Config& c) {
     EvalRequest req = base;
-    req.params = p;
+    req.params = space.values(c);
     req.bench = true;
     req.baseline = false;  // the caller measures the peer once, beside the winner
-    r.evaluations.push_back(evaluate(req, backend));
+    const auto t0 = std::chrono::steady_clock::now();
+    std::optional<EvalResult> stored = o.lookup ? o.lookup(req) : std::nullopt;  // resume
+    r.evaluations.push_back(stored ? std::move(*stored) : evaluate(req, backend));
+    if (!stored && o.record) o.record(req, r.evaluations.back());
+    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const EvalResult& e = r.evaluations.back();
-    if (e.passed() && e.timing &&
-        (r.best < 0 || e.timing->median_s < r.evaluations[r.best].timing->median_s))
-      r.best = static_cast<int>(r.evaluations.size()) - 1;
-    if (progress) progress(static_cast<int>(r.evaluations.size()), static_cast<int>(plan.size()), e);
-  }
+    Outcome out{std::nullopt, spent};
+    if (e.passed() && e.timing) {
+      out.objective = e.timing->median_s;
+      if (r.best < 0 || e.timing->median_s < r.evaluations[r.best].timing->median_s)
+        r.best = static_cast<int>(r.evaluations.size()) - 1;
+    }
+    if (progress) progress(static_cast<int>(r.evaluations.size()), total, e);
+    return out;
+  };
+  Budget budget;
+  budget.evaluations = o.budget;
+  budget.seconds = o.time_limit_s;
+  std::vector<Config> first;
+  if (auto d = space.config_of(base.kernel.resolve({}))) first.push_back(*d);
+  const SearchTrace t = run_search(*strategy, objective, budget, first);
+  r.stopped = t.stopped;
+  r.strategy_report = strategy->report();
   return r;
 }
 

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Kernel Tuner's strategies beside kforge's, on the same recorded spaces, in one table.
+
+Usage: bench/strategies_kerneltuner.py [--kforge BUILD/bench/strategies] [--seeds 25]
+           [--budgets 20,50,100,200] [--strategies a,b] CACHE.json...
+
+Installs kernel_tuner (pinned) into bench/.venv on first use and re-runs itself there. Each
+Kernel Tuner strategy runs in its simulation mode (a cache file replayed as the device), with
+strategy_options={"max_fevals": budget} and the Python and NumPy generators seeded per run.
+The search space given to Kernel Tuner is exactly the configurations recorded in the cache,
+failed ones included (as kforge's replay sees it), so both pay for failures alike; Kernel
+Tuner's own tune_cache() would drop the failed configurations from the space.
+
+Metric per (space, strategy, budget): median over seeds of best time found / the recorded
+optimum; and from the runs with the largest budget, the median number of evaluations until
+the best came within 5% and 1% of the optimum ("-" when fewer than half the seeds got there).
+The kforge numbers come from `bench/strategies --json` run with the same seeds and budgets.
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VENV = os.path.join(HERE, ".venv")
+KT_VERSION = "1.5.0"
+KT_STRATEGIES = ["random_sample", "simulated_annealing", "genetic_algorithm", "greedy_ils", "mls",
+                 "pso", "diff_evo", "firefly_algorithm", "dual_annealing", "bayes_opt"]
+
+
+def ensure_venv():
+    """Re-executes this script under bench/.venv with kernel_tuner installed."""
+    if os.path.realpath(sys.prefix) == os.path.realpath(VENV):
+        return
+    py = os.path.join(VENV, "bin", "python")
+    if not os.path.exists(py):
+        subprocess.check_call([sys.executable, "-m", "venv", VENV])
+    check = subprocess.run([py, "-c", "import kernel_tuner"], capture_output=True)
+    if check.returncode != 0:
+        subprocess.check_call([py, "-m", "pip", "install", "-q", f"kernel_tuner=={KT_VERSION}"])
+    os.execv(py, [py] + sys.argv)
+
+
+def median_or_none(values):
+    finite = sorted(values)
+    m = statistics.median(finite) if finite else math.inf
+    return None if math.isinf(m) else m
+
+
+class Replayer:
+    """One cache file, loaded once; Kernel Tuner's cache reading and search-space construction
+    are memoized so hundreds of runs do not parse the JSON or rebuild the space each time."""
+
+    def __init__(self, path, tmpdir):
+        import kernel_tuner.interface as kti
+        import kernel_tuner.util as ktu
+        from constraint import FunctionConstraint
+
+        self.path = path
+        self.copy = os.path.join(tmpdir, os.path.basename(path))
+        shutil.copy(path, self.copy)  # Kernel Tuner may touch the file it is given
+        os.chmod(self.copy, 0o644)
+        self.data = ktu.read_cache(self.copy, open_cache=False)
+        keys = self.data["tune_params_keys"]
+        self.members = set(tuple(e[k] for k in keys) for e in self.data["cache"].values())
+        times = [e["time"] for e in self.data["cache"].values() if isinstance(e.get("time"), (int, float))]
+        self.optimum = min(times)
+        members = self.members
+        self.restriction = FunctionConstraint(lambda *values: tuple(values) in members)
+        self.space = None
+        self.kti, self.ktu = kti, ktu
+
+    def run(self, strategy, budget, seed):
+        import random
+        import numpy as np
+        from kernel_tuner.searchspace import Searchspace
+
+        kti, ktu, me = self.kti, self.ktu, self
+
+        def process_cache(cachefile, kernel_options, tuning_options, runner):
+            runner.dev.name = me.data["device_name"]
+            return me.data["cache"]
+
+        def searchspace(*args, **kwargs):
+            if me.space is None:
+                me.space = Searchspace(*args, **kwargs)
+            return me.space
+
+        kti.util.process_cache = process_cache
+        kti.Searchspace = searchspace
+        random.seed(seed)
+        np.random.seed(seed)
+        prob = self.data["problem_size"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            results, _ = kti.tune_kernel(
+                self.data["kernel_name"], "", tuple(prob) if isinstance(prob, list) else (prob,), [],
+                self.data["tune_params"], restrictions=[self.restriction], cache=self.copy,
+                simulation_mode=True, strategy=strategy, strategy_options={"max_fevals": budget},
+                quiet=True, verbose=False)
+        # The evaluation order, first visit of each configuration only.
+        seen, best, trace = set(), math.inf, []
+        keys = self.data["tune_params_keys"]
+        for r in results:
+            if not r:
+                continue
+            k = tuple(r[p] for p in keys)
+            if k in seen:
+                continue
+            seen.add(k)
+            t = r.get("time")
+            if isinstance(t, (int, float)) and "__error__" not in r:
+                best = min(best, t)
+            trace.append(best)
+        trace = trace[:budget]
+        ratio = trace[-1] / self.optimum if trace and not math.isinf(trace[-1]) else math.inf
+
+        def within(f):
+            return next((i + 1 for i, b in enumerate(trace) if b <= self.optimum * (1 + f)), math.inf)
+
+        return ratio, within(0.05), within(0.01), len(trace)
+
+
+def run_kernel_tuner(caches, strategies, budgets, seeds):
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in caches:
+            name = os.path.splitext(os.path.basename(path))[0]
+            rep = Replayer(path, tmp)
+            out[name] = {"configurations": len(rep.members), "strategies": {}}
+            for s in strategies:
+                t0 = time.time()
+                entry = {"ratio": {}, "to5": None, "to1": None}
+                for b in budgets:
+                    runs = []
+                    for seed in range(1, seeds + 1):
+                        try:
+                            runs.append(rep.run(s, b, seed))
+                        except Exception as e:  # e.g. bayes_opt on a space smaller than its sample
+                            print(f"  {name} {s} budget {b} seed {seed}: {type(e).__name__}: {e}", file=sys.stderr)
+                            runs.append((math.inf, math.inf, math.inf, 0))
+                    entry["ratio"][str(b)] = median_or_none([r[0] for r in runs])
+                    if b == max(budgets):
+                        entry["to5"] = median_or_none([r[1] for r in runs])
+                        entry["to1"] = median_or_none([r[2] for r in runs])
+                out[name]["strategies"]["kernel_tuner " + s] = entry
+                print(f"  {name} {s}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("caches", nargs="+")
+    ap.add_argument("--kforge", help="path of kforge's bench/strategies binary")
+    ap.add_argument("--seeds", type=int, default=25)
+    ap.add_argument("--budgets", default="20,50,100,200")
+    ap.add_argument("--strategies", default=",".join(KT_STRATEGIES), help="Kernel Tuner strategies")
+    ap.add_argument("--json", help="write every number here")
+    args = ap.parse_args()
+    ensure_venv()
+    budgets = [int(b) for b in args.budgets.split(",")]
+
+    table = {}
+    if args.kforge:
+        with tempfile.NamedTemporaryFile(suffix=".json") as f:
+            subprocess.check_call([args.kforge, *args.caches, "--seeds", str(args.seeds), "--budgets", args.budgets,
+                                   "--json", f.name], stdout=subprocess.DEVNULL)
+            for s in json.load(open(f.name))["spaces"]:
+                table[s["space"]] = {"configurations": s["configurations"], "strategies": s["strategies"]}
+    kt = run_kernel_tuner(args.caches, args.strategies.split(","), budgets, args.seeds)
+    for name, v in kt.items():
+        table.setdefault(name, {"configurations": v["configurations"], "strategies": {}})
+        table[name]["strategies"].update(v["strategies"])
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"seeds": args.seeds, "budgets": budgets, "spaces": table}, f, indent=1)
+
+    def num(x, fmt):
+        return "-" if x is None else fmt.format(x)
+
+    print(f"Median over {args.seeds} seeds; best/opt = best time found / recorded optimum at each budget; "
+          f"evals to 5%/1% from the {max(budgets)}-evaluation runs (- : fewer than half the seeds got there).\n")
+    print("| space | strategy | " + " | ".join(f"best/opt @{b}" for b in budgets) + " | evals to 5% | evals to 1% |")
+    print("|---|---|" + "---:|" * (len(budgets) + 2))
+    for name, v in table.items():
+        rows = sorted(v["strategies"].items(), key=lambda kv: (kv[1]["to5"] is None, kv[1]["to5"] or 0,
+                                                                kv[1]["ratio"].get(str(max(budgets))) or 9e9))
+        for strat, e in rows:
+            cells = [num(e["ratio"].get(str(b)), "{:.3f}") for b in budgets]
+            print(f"| {name} ({v['configurations']}) | {strat} | " + " | ".join(cells) +
+                  f" | {num(e['to5'], '{:.0f}')} | {num(e['to1'], '{:.0f}')} |")
+
+
+if __name__ == "__main__":
+    main()

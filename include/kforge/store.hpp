@@ -1,0 +1,166 @@
+#pragma once
+// The results store: every evaluation kforge runs, kept in one SQLite database (WAL mode, one
+// transaction per evaluation), keyed so that a killed tuning run resumes without repeating an
+// evaluation, and read back for the best-known parameters of a problem instance on a machine
+// (the way CLBlast reads its tuning database). Imports and exports Kernel Tuner cache files.
+// Schema, crash safety and formats: docs/store.md.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/evaluate.hpp"
+
+namespace kforge {
+
+// A database that cannot be opened, is damaged, or was written by a newer kforge.
+struct StoreError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// $KFORGE_CACHE_DIR/results.db, else ~/.cache/kforge/results.db (see cache_dir()).
+[[nodiscard]] std::filesystem::path default_store_path();
+
+// The machine a measurement belongs to: the backend and its device in words (for cpu, the
+// model and the thread count), as the ceilings cache names it.
+[[nodiscard]] std::string machine_fingerprint(std::string_view backend, std::string_view device);
+// Hash of what the compiler sees besides the defines: language, entry point and source text.
+[[nodiscard]] std::string kernel_source_hash(const KernelSpec& k);
+// Now, as ISO 8601 UTC with milliseconds: "2025-01-31T12:34:56.789Z".
+[[nodiscard]] std::string utc_timestamp();
+// Sizes or parameters as canonical JSON text (keys sorted, no spaces): the form keys compare in.
+[[nodiscard]] std::string canonical_json(const nlohmann::json& j);
+
+// What makes two evaluations the same one. Resume skips a request whose key is stored.
+struct EvalKey {
+  std::string problem;
+  std::string sizes;  // canonical JSON object
+  std::string dtype;
+  std::string source_hash;
+  std::string params;  // canonical JSON object: the full configuration (defaults resolved)
+  std::string backend;
+  std::string fingerprint;
+  // The key of a request run on a machine; the params are resolved against the kernel's defaults.
+  static EvalKey of(const EvalRequest& req, std::string_view fingerprint);
+};
+
+// One evaluation as the database holds it.
+struct StoredEvaluation {
+  std::int64_t id = 0, run_id = 0;
+  EvalKey key;
+  std::string kernel, device;
+  std::string disposition = "passed";  // disposition_name(); Kernel Tuner failures map onto these
+  std::string error;
+  double compile_s = 0;
+  nlohmann::json verify;  // the verification verdict; null when none ran
+  std::optional<double> median_s, min_s, mean_s, stdev_s;
+  std::vector<double> samples;  // every timing sample, seconds, in the order measured
+  std::string baseline_name;
+  std::optional<double> baseline_median_s, gflops, sol_fraction;
+  std::string started, finished;  // ISO 8601 UTC with milliseconds
+  nlohmann::json result;  // the full EvalResult JSON less its samples: what resume hands back
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();  // what a foreign format
+                                                                   // carried beyond the columns
+
+  static StoredEvaluation from(const EvalRequest& req, const EvalResult& r,
+                               std::string_view fingerprint);
+  // The result as evaluate() returned it. Throws StoreError when the stored parameters are not
+  // integers (an imported space kforge cannot run).
+  [[nodiscard]] EvalResult to_result() const;
+  [[nodiscard]] nlohmann::json params() const { return nlohmann::json::parse(key.params); }
+  [[nodiscard]] nlohmann::json sizes() const { return nlohmann::json::parse(key.sizes); }
+  [[nodiscard]] nlohmann::json to_json() const;  // every column
+};
+
+struct RunInfo {
+  std::int64_t id = 0;
+  std::string started, command, fingerprint, kforge_version;
+  nlohmann::ordered_json meta = nlohmann::ordered_json::object();  // e.g. an imported header
+  std::int64_t evaluations = 0, passed = 0;
+  std::optional<double> best_median_s;
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+
+// Which evaluations to read; empty fields match everything.
+struct StoreQuery {
+  std::optional<std::int64_t> run_id;
+  std::string problem, backend, fingerprint, kernel, disposition;
+};
+
+class Store {
+ public:
+  static constexpr int kSchemaVersion = 1;
+  enum class Mode { read_write, read_only };
+
+  // Opens (read_write: creating it and its folder) and checks the schema version, migrating an
+  // older one. Throws StoreError for a file that is not a kforge database or is newer than this
+  // kforge.
+  explicit Store(const std::filesystem::path& path, Mode mode = Mode::read_write);
+  ~Store();
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+
+  // A new run; returns its id.
+  std::int64_t begin_run(std::string_view command, std::string_view fingerprint,
+                         const nlohmann::ordered_json& meta = nlohmann::ordered_json::object());
+  // One evaluation in one transaction, durable when this returns. An evaluation with an equal
+  // key is replaced (the newer measurement wins) and keeps its id. Returns the id.
+  std::int64_t record(std::int64_t run_id, const StoredEvaluation& e);
+  // Many evaluations in one transaction (imports): all or none.
+  void record_all(std::int64_t run_id, const std::vector<StoredEvaluation>& es);
+
+  [[nodiscard]] std::optional<StoredEvaluation> find(const EvalKey& k) const;
+  [[nodiscard]] std::optional<StoredEvaluation> evaluation(std::int64_t id) const;
+  [[nodiscard]] std::vector<StoredEvaluation> evaluations(const StoreQuery& q = {}) const;
+  [[nodiscard]] std::vector<RunInfo> runs() const;
+  [[nodiscard]] std::optional<RunInfo> run(std::int64_t id) const;
+  // The passed evaluations of a problem instance on a machine, fastest first.
+  [[nodiscard]] std::vector<StoredEvaluation> fastest(const std::string& problem, const std::string& sizes,
+                                                      const std::string& dtype, const std::string& backend,
+                                                      const std::string& fingerprint,
+                                                      int limit) const;
+  // "ok", or SQLite's list of what is damaged.
+  [[nodiscard]] std::string integrity_check() const;
+  [[nodiscard]] int schema_version() const;
+
+  struct Impl;
+
+ private:
+  std::filesystem::path path_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The fastest stored configuration of `req`'s kernel for its problem, sizes, dtype and backend on
+// the machine `fingerprint`, that the kernel's current space still accepts (same parameter names,
+// constraints hold); evaluations of the same kernel source are preferred. Empty if none.
+[[nodiscard]] std::optional<StoredEvaluation> best_known(const Store& s, const EvalRequest& req,
+                                                         std::string_view fingerprint);
+// Opens `path` read-only if the file exists (a reader never creates a database).
+[[nodiscard]] std::optional<Store> open_store_if_exists(const std::filesystem::path& path);
+
+// Kernel Tuner cache files (JSON: tune_params_keys, tune_params and a `cache` of configurations
+// with `time` in milliseconds or an error string). A file cut short by a killed Kernel Tuner
+// (no closing braces) reads too.
+struct KernelTunerImport {
+  std::int64_t run_id = 0;
+  std::size_t entries = 0, failed = 0;
+  std::string kernel, device;
+};
+KernelTunerImport import_kerneltuner(Store& s, const std::filesystem::path& file,
+                                     std::string_view command);
+// One cache file of evaluations that share problem, sizes, dtype, kernel source, backend and
+// machine; throws StoreError listing the groups when they do not (narrow the query). Imported
+// entries come back verbatim, so import(export(x)) exports to the same text.
+[[nodiscard]] std::string export_kerneltuner(const Store& s, const std::vector<StoredEvaluation>& es);
+[[nodiscard]] std::string export_json(const std::vector<StoredEvaluation>& es);
+[[nodiscard]] std::string export_csv(const std::vector<StoredEvaluation>& es);
+
+}  // namespace kforge
