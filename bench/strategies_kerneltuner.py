@@ -125,10 +125,10 @@ class Replayer:
         def within(f):
             return next((i + 1 for i, b in enumerate(trace) if b <= self.optimum * (1 + f)), math.inf)
 
-        return ratio, within(0.05), within(0.01), len(trace)
+        return ratio, within(0.05), within(0.01), trace
 
 
-def run_kernel_tuner(caches, strategies, budgets, seeds):
+def run_kernel_tuner(caches, strategies, budgets, seeds, prefix):
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
         for path in caches:
@@ -138,15 +138,21 @@ def run_kernel_tuner(caches, strategies, budgets, seeds):
             for s in strategies:
                 t0 = time.time()
                 entry = {"ratio": {}, "to5": None, "to1": None}
-                for b in budgets:
+                # With `prefix`, one run at the largest budget per seed; a smaller budget reads the
+                # best found within its first evaluations.
+                for b in [max(budgets)] if prefix else budgets:
                     runs = []
                     for seed in range(1, seeds + 1):
                         try:
                             runs.append(rep.run(s, b, seed))
                         except Exception as e:  # e.g. bayes_opt on a space smaller than its sample
                             print(f"  {name} {s} budget {b} seed {seed}: {type(e).__name__}: {e}", file=sys.stderr)
-                            runs.append((math.inf, math.inf, math.inf, 0))
-                    entry["ratio"][str(b)] = median_or_none([r[0] for r in runs])
+                            runs.append((math.inf, math.inf, math.inf, []))
+                    for bb in (budgets if prefix else [b]):
+                        def at(trace):
+                            t = trace[:bb]
+                            return t[-1] / rep.optimum if t and not math.isinf(t[-1]) else math.inf
+                        entry["ratio"][str(bb)] = median_or_none([at(r[3]) for r in runs])
                     if b == max(budgets):
                         entry["to5"] = median_or_none([r[1] for r in runs])
                         entry["to1"] = median_or_none([r[2] for r in runs])
@@ -157,35 +163,53 @@ def run_kernel_tuner(caches, strategies, budgets, seeds):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("caches", nargs="+")
+    ap.add_argument("caches", nargs="*")
     ap.add_argument("--kforge", help="path of kforge's bench/strategies binary")
     ap.add_argument("--seeds", type=int, default=25)
     ap.add_argument("--budgets", default="20,50,100,200")
     ap.add_argument("--strategies", default=",".join(KT_STRATEGIES), help="Kernel Tuner strategies")
     ap.add_argument("--json", help="write every number here")
+    ap.add_argument("--per-budget", action="store_true",
+                    help="one Kernel Tuner run per budget (default: one run at the largest budget, "
+                         "smaller budgets read from its first evaluations)")
+    ap.add_argument("--table-from", nargs="*", default=[],
+                    help="print the table from JSON files written by --json (this script's or "
+                         "bench/strategies'), running nothing")
     args = ap.parse_args()
-    ensure_venv()
     budgets = [int(b) for b in args.budgets.split(",")]
-
     table = {}
+    if args.table_from:
+        for path in args.table_from:
+            doc = json.load(open(path))
+            spaces = doc["spaces"]
+            items = spaces.items() if isinstance(spaces, dict) else ((s["space"], s) for s in spaces)
+            for name, v in items:
+                table.setdefault(name, {"configurations": v["configurations"], "strategies": {}})
+                table[name]["strategies"].update(v["strategies"])
+        print_table(table, budgets, args.seeds)
+        return
+    ensure_venv()
     if args.kforge:
         with tempfile.NamedTemporaryFile(suffix=".json") as f:
             subprocess.check_call([args.kforge, *args.caches, "--seeds", str(args.seeds), "--budgets", args.budgets,
                                    "--json", f.name], stdout=subprocess.DEVNULL)
             for s in json.load(open(f.name))["spaces"]:
                 table[s["space"]] = {"configurations": s["configurations"], "strategies": s["strategies"]}
-    kt = run_kernel_tuner(args.caches, args.strategies.split(","), budgets, args.seeds)
+    kt = run_kernel_tuner(args.caches, args.strategies.split(","), budgets, args.seeds, not args.per_budget)
     for name, v in kt.items():
         table.setdefault(name, {"configurations": v["configurations"], "strategies": {}})
         table[name]["strategies"].update(v["strategies"])
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"seeds": args.seeds, "budgets": budgets, "spaces": table}, f, indent=1)
+    print_table(table, budgets, args.seeds)
 
+
+def print_table(table, budgets, seeds):
     def num(x, fmt):
         return "-" if x is None else fmt.format(x)
 
-    print(f"Median over {args.seeds} seeds; best/opt = best time found / recorded optimum at each budget; "
+    print(f"Median over {seeds} seeds; best/opt = best time found / recorded optimum at each budget; "
           f"evals to 5%/1% from the {max(budgets)}-evaluation runs (- : fewer than half the seeds got there).\n")
     print("| space | strategy | " + " | ".join(f"best/opt @{b}" for b in budgets) + " | evals to 5% | evals to 1% |")
     print("|---|---|" + "---:|" * (len(budgets) + 2))

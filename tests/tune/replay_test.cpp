@@ -98,7 +98,9 @@ TEST(Replay, KforgeResultsRoundTripThroughTheCacheFormat) {
   std::vector<EvalResult> rs(3);
   rs[0].params = {{"A", 1}, {"B", 8}};
   rs[0].disposition = Disposition::passed;
-  rs[0].timing = Timing{{0.002, 0.003, 0.002}, 0.002, 0.002, 0.0023, 0.0005};
+  rs[0].timing = Timing{};
+  rs[0].timing->samples = {0.002, 0.003, 0.002};
+  rs[0].timing->median_s = 0.002;
   rs[1].params = {{"A", 2}, {"B", 8}};
   rs[1].disposition = Disposition::compile_error;
   rs[2].params = {{"A", 2}, {"B", 16}};
