@@ -9,12 +9,13 @@
 #include "kforge/error.hpp"
 #include "kforge/tune.hpp"
 #include "cli/tune_extra.hpp"
+#include "cli/tune_store.hpp"
 
 namespace kforge::cli {
 
 void add_tune(CLI::App& app, int& code) {
   auto* cmd = app.add_subcommand("tune", "search a kernel's parameter space for the fastest correct configuration");
-  struct Opts : InstanceOptions { std::string strategy = "random"; int budget = 20; std::uint64_t tune_seed = 1; TuneExtras extra; };
+  struct Opts : InstanceOptions { std::string strategy = "random"; int budget = 20; std::uint64_t tune_seed = 1; TuneExtras extra; TuneStoreOptions store; };
   auto o = std::make_shared<Opts>();
   o->add_to(*cmd);
   o->trials = 1;
@@ -23,6 +24,7 @@ void add_tune(CLI::App& app, int& code) {
   cmd->add_option("--budget", o->budget, "evaluations per backend (the default configuration included)")->capture_default_str();
   cmd->add_option("--tune-seed", o->tune_seed, "seed of the strategy")->capture_default_str();
   add_tune_extras(*cmd, o->extra);
+  o->store.add_to(*cmd);
   cmd->callback([o, &code, cmd] {
     if (!o->extra.replay.empty()) {  // the seed of a replay: --tune-seed, else --seed, else 1
       const bool own = cmd->get_option("--tune-seed")->count() || !cmd->get_option("--seed")->count();
@@ -38,6 +40,8 @@ void add_tune(CLI::App& app, int& code) {
       EvalRequest base = make_request(*o, *problem, restrict_space(library_kernel(*problem, backend->lang()),
                                                                    o->extra.restrict_values), name);
       TuneOptions to{o->strategy, o->budget, o->tune_seed, o->extra.time_limit_s, strategy_options(o->extra)};
+      const auto recorder = o->store.recorder(*backend);  // the results store: record, resume
+      if (recorder) recorder->attach(to);
       double best_ms = 0;
       const TuneResult t = tune(base, *backend, to, [&](int done, int total, const EvalResult& e) {
         if (e.passed() && e.timing && (best_ms == 0 || e.timing->median_s * 1e3 < best_ms)) best_ms = e.timing->median_s * 1e3;
@@ -64,8 +68,11 @@ void add_tune(CLI::App& app, int& code) {
         req.bench = true;
         req.baseline = true;
         winners.push_back(evaluate(req, *backend));
+        if (recorder) recorder->record(req, winners.back());
         entry["best"] = winners.back().to_json();
       }
+      if (recorder) entry["store"] = recorder->to_json();
+      if (recorder && !o->json) fmt::print("{}\n", recorder->summary());
       doc.push_back(entry);
     }
     code = winners.empty() ? kExitFailedGate : exit_code(winners);
