@@ -51,7 +51,7 @@ void write_record(const std::string& path, const KernelSpec& k, const Sizes& siz
     out << (first ? "" : ",\n") << nlohmann::json(key).dump() << ": " << e.dump();
     first = false;
   }
-  out << "\n}}\n";
+  out << "\n}\n}\n";  // Kernel Tuner checks for this ending to tell a closed file
 }
 
 void print_strategy_report(const std::string& strategy, const nlohmann::json& report) {
