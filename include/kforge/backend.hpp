@@ -25,13 +25,18 @@ class Buffer {
   std::size_t bytes_;
 };
 
-// One kernel argument: a buffer, or a scalar passed by value.
+// One kernel argument: a buffer, or a scalar passed by value. A buffer argument may be a
+// region of a larger buffer (`offset`, `bytes`), so the verifier can surround what the kernel
+// sees with guard bands; an offset must be a multiple of 4096 (OpenCL sub-buffer alignment).
 struct Arg {
   enum class Kind { buffer, i32, f32 } kind;
   Buffer* buffer = nullptr;
   std::int32_t i32 = 0;
   float f32 = 0;
-  static Arg buf(Buffer& b) { return {Kind::buffer, &b, 0, 0}; }
+  std::size_t offset = 0, bytes = 0;  // bytes == 0: the whole buffer from offset on
+  static Arg buf(Buffer& b, std::size_t offset = 0, std::size_t bytes = 0) {
+    return {Kind::buffer, &b, 0, 0, offset, bytes};
+  }
   static Arg i(std::int32_t v) { return {Kind::i32, nullptr, v, 0}; }
   static Arg f(float v) { return {Kind::f32, nullptr, 0, v}; }
 };

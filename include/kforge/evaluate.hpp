@@ -1,6 +1,7 @@
 #pragma once
 // One evaluation: one kernel configuration on one problem instance, through the gates
-//   invalid_config -> compile_error -> not_supported -> crashed/timeout -> incorrect -> passed
+//   invalid_config -> compile_error -> not_supported -> crashed/timeout -> incorrect or
+//   nondeterministic -> (timed) suspect -> passed
 // A failed gate stops the evaluation, never the run.
 #include <optional>
 #include <string>
@@ -15,7 +16,11 @@
 
 namespace kforge {
 
-enum class Disposition { passed, incorrect, compile_error, crashed, timeout, invalid_config, not_supported };
+enum class Disposition {
+  passed, incorrect, compile_error, crashed, timeout, invalid_config, not_supported,
+  nondeterministic,  // passed once, failed on the same inputs again (a race, uninitialised reads)
+  suspect,           // faster than the measured speed of light: never scored as a win
+};
 [[nodiscard]] std::string_view disposition_name(Disposition d);
 [[nodiscard]] Disposition parse_disposition(std::string_view s);
 

@@ -10,7 +10,7 @@ namespace kforge {
 enum class Distribution {
   normal,      // standard normal
   uniform,     // uniform in [-1, 1]
-  wide,        // log-uniform magnitude over 2^-20..2^20, random sign
+  wide,        // log-uniform magnitude over 2^-w..2^w (w = 20 unless narrowed), random sign
   sparse,      // about 60% exact zeros, the rest standard normal
   integers,    // small integers in [-8, 8] (index errors show as wrong integers)
 };
@@ -27,6 +27,9 @@ inline constexpr Distribution kAllDistributions[] = {Distribution::normal, Distr
 // Uniform in [0, 1), 53 bits.
 [[nodiscard]] double random_unit(std::uint64_t seed, std::uint64_t stream, std::uint64_t index);
 // Fills `out` with draws from `d`; never all zeros (a sparse fill keeps at least one value).
-void fill_random(std::span<double> out, Distribution d, std::uint64_t seed, std::uint64_t stream);
+// `wide_log2` is w for the wide distribution: a narrow type needs a narrower range (fp16 tops
+// out at 65504, so products of 2^20 would overflow before any kernel ran).
+void fill_random(std::span<double> out, Distribution d, std::uint64_t seed, std::uint64_t stream,
+                 double wide_log2 = 20);
 
 }  // namespace kforge

@@ -1,8 +1,20 @@
 #pragma once
-// Verification: fresh inputs per trial from several distributions, outputs poisoned before the
-// run, every element compared with the double reference under a dtype-aware bound.
+// Verification: the protocol that lets no wrong kernel pass and no right one fail. Each step is
+// a named check, reported with its figures (docs/verification.md):
+//   degenerate     the instance can tell right from wrong (else the verdict is refused)
+//   guard          nothing written in the guard bands around any buffer
+//   inputs_intact  input tensors unchanged
+//   poison         every output element written (outputs start as NaN bytes)
+//   finite         no NaN/Inf where the reference is finite
+//   all_zero       not an all-zero output against a non-zero reference
+//   bound          every element within its dtype-aware error bound
+//   determinism    the same inputs, run again at fresh addresses, pass again
+//   perturbation   one changed input element changes the output where the reference changes
+//   shapes         the checks above at fuzzed shapes: 1, primes, tile±1, random
+// The caller adds timed_outputs and speed_of_light (evaluate.cpp), which need the timed runs.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,47 +25,108 @@
 namespace kforge {
 
 struct VerifyOptions {
-  int trials = 2;  // trial t uses distribution t mod the list and the problem's scalars for t
-  std::vector<Distribution> distributions{Distribution::normal, Distribution::uniform};
+  // Thorough (the default for final verdicts): every distribution, determinism, perturbation
+  // and shape fuzzing. Quick (tuning): `trials` at the requested sizes, same per-run checks.
+  bool thorough = true;
+  // 0: three when thorough (the other distributions run at the fuzzed shapes), two when quick.
+  int trials = 0;
+  std::vector<Distribution> distributions{std::begin(kAllDistributions), std::end(kAllDistributions)};
   std::uint64_t seed = 0x6b666f726765ull;
+  int fuzz_shapes = 8;        // thorough only
+  int determinism_runs = 2;   // extra runs of trial 0's inputs, thorough only
+  // Values near which a tiled kernel's tails break (its parameter values); shape fuzzing tries
+  // each t-1, t, t+1. Set by the caller; not part of the JSON.
+  std::vector<std::int64_t> tile_hints;
+  // Whether the kernel claims these sizes (its constraints hold); unclaimed fuzzed shapes are
+  // skipped. Empty: every shape is claimed.
+  std::function<bool(const Sizes&)> supports;
+  [[nodiscard]] int trial_count() const { return trials > 0 ? trials : thorough ? 3 : 2; }
+};
+
+// What one run of the kernel left behind, as the runner read it back.
+struct KernelOutput {
+  std::vector<std::vector<double>> tensors;   // out/inout tensors in order, decoded
+  std::vector<std::vector<bool>> unwritten;   // per element: still holds the poison
+  int guard_violations = 0;                   // tensors with damaged guard bands
+  std::string guard_detail;
+  std::vector<std::string> inputs_modified;   // names of `in` tensors the kernel wrote
+};
+
+// Runs the kernel once on an instance (fresh buffers) and returns what it left.
+// `poison_inout`: the inout tensors are poisoned, not filled, before the run.
+using KernelCall = std::function<KernelOutput(const Instance& inst, bool poison_inout)>;
+
+// The first element that failed, for debugging.
+struct BadElement {
+  std::string tensor;
+  std::int64_t index = -1;  // flat, row-major
+  double got = 0, expected = 0, bound = 0;
 };
 
 // One comparison of a kernel's outputs with the reference.
 struct Comparison {
   bool passed = true;
-  std::string failure;            // empty when passed: what was wrong, in words
+  std::string failed_check;       // the first check that failed, in the order listed above
+  std::string failure;            // what was wrong, in words
   std::int64_t elements = 0;
   std::int64_t bad_elements = 0;  // beyond the bound
   std::int64_t unwritten = 0;     // still holding the poison
   std::int64_t non_finite = 0;    // NaN or Inf where the reference is finite
-  double max_abs_error = 0, max_rel_error = 0, rel_frobenius_error = 0;
+  double max_abs_error = 0, max_rel_error = 0, mean_abs_error = 0, mean_rel_error = 0;
+  double rel_frobenius_error = 0;
   double max_bound_ratio = 0;     // the worst |error| / bound; must stay <= 1
+  double ulp_p50 = 0, ulp_p90 = 0, ulp_p99 = 0;  // error in units in the last place of the dtype
+  BadElement first_bad;
+};
+
+struct CheckResult {
+  std::string name;
+  bool passed = true;
+  std::string detail;
 };
 
 struct VerifyReport {
   bool passed = true;
   std::string failure;
-  int trials_run = 0;
-  Comparison worst;               // the failing trial, or the one with the largest bound ratio
+  std::string failed_check;       // empty when passed
+  Sizes failed_sizes;             // where it failed (a fuzzed shape, or the requested one)
+  std::uint64_t seed = 0;         // replays the verdict: --seed
+  int trials_run = 0;             // kernel runs compared with a reference
+  std::vector<Sizes> shapes_tried;
+  int shapes_unclaimed = 0;       // fuzzed shapes the kernel's constraints exclude
+  Comparison worst;               // the failing comparison, or the one with the largest bound ratio
   std::string worst_distribution;
+  std::vector<CheckResult> checks;
+  [[nodiscard]] bool nondeterministic() const { return failed_check == "determinism"; }
   [[nodiscard]] nlohmann::json to_json() const;
+  static VerifyReport from_json(const nlohmann::json& j);
 };
 
 // The bytes used to poison outputs: all ones, a NaN in every float type.
 inline constexpr unsigned char kPoisonByte = 0xff;
 
-// Runs the kernel on an instance and returns its output tensors (out/inout, in order), decoded.
-// `poison_inout` says the inout tensors must be poisoned, not filled, before the run.
-// `unwritten` receives, per output element, whether it still held the poison.
-using KernelCall = std::function<std::vector<std::vector<double>>(
-    const Instance& inst, bool poison_inout, std::vector<std::vector<bool>>& unwritten)>;
-
-[[nodiscard]] Comparison compare(const Problem& p, const Instance& inst,
-                                 const std::vector<std::vector<double>>& got,
-                                 const std::vector<std::vector<bool>>& unwritten,
+[[nodiscard]] Comparison compare(const Problem& p, const Instance& inst, const KernelOutput& got,
                                  const std::vector<std::vector<double>>& ref,
                                  const std::vector<std::vector<double>>& magnitude);
 
+// The per-element error bound (see the derivation in compare.cpp).
+[[nodiscard]] double error_bound(const Problem& p, const Instance& inst, double ref, double magnitude);
+
+// The reference for an instance, cached for a few recent instances keyed by `key` (tuning
+// evaluates many configurations on the same inputs).
+struct Reference {
+  std::vector<std::vector<double>> out, magnitude;
+};
+[[nodiscard]] std::shared_ptr<const Reference> reference_for(const Problem& p, const Instance& inst,
+                                                             const std::string& key);
+
+// Fuzzed shapes for `requested`: all ones first, then sizes drawn from 1, small primes,
+// tile-1/tile/tile+1 and requested±1, each shape's reduction work kept small. Seeded.
+[[nodiscard]] std::vector<Sizes> fuzz_shapes(const Problem& p, const Sizes& requested,
+                                             const std::vector<std::int64_t>& tile_hints, int count,
+                                             std::uint64_t seed);
+
+// Throws UsageError when the instance is degenerate (see degenerate in the list above).
 [[nodiscard]] VerifyReport verify(const Problem& p, const Sizes& s, DType t, const KernelCall& call,
                                   const VerifyOptions& opts = {});
 

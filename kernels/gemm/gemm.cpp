@@ -46,10 +46,17 @@ static inline T from_f32(float f) { return f; }
 typedef float vf __attribute__((vector_size(VW * 4)));
 typedef float vf_unaligned __attribute__((vector_size(VW * 4), aligned(4)));
 
-// Per-thread packing buffers, allocated once per thread at the largest size used.
+// 16-bit C cannot carry partial sums between KC-slices (each store would round them to 8 or 11
+// bits): they stay in an fp32 tile of the block and C is written once, at the end.
+#if defined(KF_DTYPE_FP16) || defined(KF_DTYPE_BF16)
+#define KF_WIDE_PARTIALS 1
+#endif
+
+// Per-thread scratch (0: B panels, 1: A panels, 2: fp32 partial sums), allocated once per thread
+// at the largest size used.
 static float* scratch(int which, long long floats) {
-  static thread_local float* buf[2] = {nullptr, nullptr};
-  static thread_local long long cap[2] = {0, 0};
+  static thread_local float* buf[3] = {nullptr, nullptr, nullptr};
+  static thread_local long long cap[3] = {0, 0, 0};
   if (cap[which] < floats) {
     std::free(buf[which]);
     buf[which] = static_cast<float*>(std::aligned_alloc(64, ((floats * 4 + 63) / 64) * 64));
@@ -107,12 +114,12 @@ static inline void micro_kernel(int kc, const float* __restrict a, const float* 
   }
 }
 
+#ifndef KF_WIDE_PARTIALS
 // C tile (rows x cols at C) = first ? alpha*acc + beta*C : C + alpha*acc. With beta == 0 the old
 // C is never read (it may hold anything, even NaN).
 static inline void store_tile(T* C, int N, int rows, int cols, vf acc[MR][NV], float alpha,
                               float beta, bool first) {
   const float keep = first ? beta : 1.0f;
-#if !defined(KF_DTYPE_FP16) && !defined(KF_DTYPE_BF16)
   if (rows == MR && cols == NR) {
     for (int i = 0; i < MR; ++i)
       for (int v = 0; v < NV; ++v) {
@@ -121,16 +128,32 @@ static inline void store_tile(T* C, int N, int rows, int cols, vf acc[MR][NV], f
       }
     return;
   }
-#endif
   for (int i = 0; i < rows; ++i) {
     const float* row = (const float*)&acc[i][0];
     T* c = C + (long long)i * N;
-    for (int j = 0; j < cols; ++j) {
-      const float r = alpha * row[j];
-      c[j] = from_f32(keep == 0.0f ? r : keep * to_f32(c[j]) + r);
-    }
+    for (int j = 0; j < cols; ++j) c[j] = keep == 0.0f ? alpha * row[j] : keep * c[j] + alpha * row[j];
   }
 }
+#else
+// Partial sums (rows x cols at P, leading dimension ld) = first ? acc : P + acc.
+static inline void add_partials(float* P, int ld, int rows, int cols, vf acc[MR][NV], bool first) {
+  for (int i = 0; i < rows; ++i) {
+    const float* row = (const float*)&acc[i][0];
+    float* p = P + (long long)i * ld;
+    for (int j = 0; j < cols; ++j) p[j] = first ? row[j] : p[j] + row[j];
+  }
+}
+
+// C block = alpha*P + beta*C, rounded once to 16 bits; C is not read when beta == 0.
+static void store_block(T* C, int N, int mc, int nc, const float* P, float alpha, float beta) {
+  for (int i = 0; i < mc; ++i)
+    for (int j = 0; j < nc; ++j) {
+      const float r = alpha * P[(long long)i * nc + j];
+      T* c = C + (long long)i * N + j;
+      *c = from_f32(beta == 0.0f ? r : beta * to_f32(*c) + r);
+    }
+}
+#endif
 
 static void gemm_block(const kf_ctx& ctx, const T* A, const T* B, T* C, int M, int N, int K,
                        float alpha, float beta) {
@@ -139,6 +162,9 @@ static void gemm_block(const kf_ctx& ctx, const T* A, const T* B, T* C, int M, i
   const int kc_max = K < KC ? K : KC;
   float* Bp = scratch(0, (long long)kc_max * ((nc + NR - 1) / NR) * NR);
   float* Ap = scratch(1, (long long)kc_max * ((mc + MR - 1) / MR) * MR);
+#ifdef KF_WIDE_PARTIALS
+  float* P = scratch(2, (long long)mc * nc);
+#endif
   for (int k0 = 0; k0 < K; k0 += KC) {
     const int kc = K - k0 < KC ? K - k0 : KC;
     pack_b(B, N, k0, kc, n0, nc, Bp);
@@ -148,11 +174,18 @@ static void gemm_block(const kf_ctx& ctx, const T* A, const T* B, T* C, int M, i
       for (int i0 = 0; i0 < mc; i0 += MR) {
         vf acc[MR][NV];
         micro_kernel(kc, Ap + (long long)(i0 / MR) * kc * MR, bp, acc);
-        store_tile(C + (long long)(m0 + i0) * N + n0 + j0, N, mc - i0 < MR ? mc - i0 : MR,
-                   nc - j0 < NR ? nc - j0 : NR, acc, alpha, beta, k0 == 0);
+        const int rows = mc - i0 < MR ? mc - i0 : MR, cols = nc - j0 < NR ? nc - j0 : NR;
+#ifdef KF_WIDE_PARTIALS
+        add_partials(P + (long long)i0 * nc + j0, nc, rows, cols, acc, k0 == 0);
+#else
+        store_tile(C + (long long)(m0 + i0) * N + n0 + j0, N, rows, cols, acc, alpha, beta, k0 == 0);
+#endif
       }
     }
   }
+#ifdef KF_WIDE_PARTIALS
+  store_block(C + (long long)m0 * N + n0, N, mc, nc, P, alpha, beta);
+#endif
 }
 
 KF_KERNEL(gemm, gemm_block)

@@ -18,7 +18,7 @@ void add_tune(CLI::App& app, int& code) {
   struct Opts : InstanceOptions { std::string strategy = "random"; int budget = 20; std::uint64_t tune_seed = 1; TuneExtras extra; TuneStoreOptions store; };
   auto o = std::make_shared<Opts>();
   o->add_to(*cmd);
-  o->trials = 1;
+  o->quick = true;  // tuning verifies quickly; the winner is re-verified thoroughly below
   cmd->get_option("problem")->required(false);  // not with --replay
   cmd->add_option("--strategy", o->strategy, "brute, random, anneal, genetic, mapelites or bayes")->capture_default_str();
   cmd->add_option("--budget", o->budget, "evaluations per backend (the default configuration included)")->capture_default_str();
@@ -62,9 +62,10 @@ void add_tune(CLI::App& app, int& code) {
       if (!t.strategy_report.empty()) entry["strategy_report"] = t.strategy_report;
       for (const auto& e : t.evaluations) entry["evaluations"].push_back(e.to_json());
       if (t.best >= 0) {
-        // Re-time the winner beside the baseline, in one go.
+        // Re-verify the winner thoroughly and re-time it beside the baseline, in one go.
         EvalRequest req = base;
         req.params = t.evaluations[t.best].params;
+        req.verify.thorough = true;
         req.bench = true;
         req.baseline = true;
         winners.push_back(evaluate(req, *backend));

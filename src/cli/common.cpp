@@ -18,7 +18,11 @@ void InstanceOptions::add_to(CLI::App& app, bool problem_positional) {
   app.add_option("--dtype", dtype, "fp32, fp16 or bf16 (fp16/bf16 accumulate in fp32)")->capture_default_str();
   app.add_option("--params,-p", params, "kernel parameters, e.g. MR=6,NV=2 (the rest keep their defaults)");
   app.add_option("--threads", threads, "cpu backend threads (0: all cores)")->capture_default_str();
-  app.add_option("--trials", trials, "verification trials, each with fresh inputs")->capture_default_str();
+  app.add_option("--trials", trials, "verification trials at the requested sizes, each with fresh inputs "
+                 "(default: 3 thorough, 2 quick)");
+  auto* q = app.add_flag("--quick{true}", quick, "quick verification: trials at the requested sizes only");
+  app.add_flag("--thorough{false}", quick, "thorough verification (default, except for tune): also "
+               "determinism, perturbation and fuzzed shapes")->excludes(q);
   app.add_option("--seed", seed, "seed of the input generator")->capture_default_str();
   app.add_flag("--json", json, "print one JSON document instead of a table");
 }
@@ -42,8 +46,9 @@ EvalRequest make_request(const InstanceOptions& o, const Problem& p, const Kerne
   (void)kernel.resolve(r.params);  // names a parameter the kernel lacks: a usage error, now
   r.backend = backend;
   r.backend_options.threads = o.threads;
-  if (o.trials < 1) throw UsageError("--trials must be at least 1");
+  if (o.trials < 0) throw UsageError("--trials must be at least 1 (or 0 for the default)");
   r.verify.trials = o.trials;
+  r.verify.thorough = !o.quick;
   r.verify.seed = o.seed;
   return r;
 }
@@ -75,17 +80,26 @@ void print_results(const std::vector<EvalResult>& results, bool json, bool bench
     if (!r.passed()) fmt::print("  error: {}\n", r.error);
     if (!r.compile_log.empty() && r.disposition == Disposition::compile_error)
       fmt::print("  compiler said:\n{}\n", r.compile_log.substr(0, 4000));
-    if (r.verify)
-      fmt::print("  verify: {} trial(s), max abs error {:.3g}, rel Frobenius {:.3g}, worst error/bound {:.3g}\n",
-                 r.verify->trials_run, r.verify->worst.max_abs_error,
+    if (r.verify) {
+      fmt::print("  verify: {} run(s) checked, {} fuzzed shape(s), max abs error {:.3g}, rel Frobenius {:.3g}, "
+                 "worst error/bound {:.3g}\n",
+                 r.verify->trials_run, r.verify->shapes_tried.size(), r.verify->worst.max_abs_error,
                  r.verify->worst.rel_frobenius_error, r.verify->worst.max_bound_ratio);
+      std::string checks;
+      for (const auto& c : r.verify->checks) checks += fmt::format(" {}:{}", c.name, c.passed ? "ok" : "FAILED");
+      fmt::print("  checks:{}\n", checks);
+      if (!r.verify->passed) fmt::print("  replay: --seed {}\n", r.verify->seed);
+    }
     if (bench && r.timing) {
-      fmt::print("  time: median {:.4g} ms, min {:.4g} ms, stdev {:.2g} ms over {} runs{}\n",
+      fmt::print("  time: median {:.4g} ms, min {:.4g} ms, stdev {:.2g} ms over {} runs, {} outlier(s); {}{}\n",
                  r.timing->median_s * 1e3, r.timing->min_s * 1e3, r.timing->stdev_s * 1e3,
-                 r.timing->repetitions(), r.timing->noise_target_met ? "" : " (noise target not met)");
+                 r.timing->repetitions(), r.timing->outliers, r.timing->stop_reason,
+                 r.timing->noise_target_met ? "" : " (noise target not met)");
       fmt::print("  {:.2f} GFLOP/s, {:.2f} GB/s", r.gflops, r.gbytes_s);
       if (r.roofline)
-        fmt::print(", speed of light {:.1f}% ({}-bound)", 100 * r.roofline->sol_fraction, r.roofline->bound);
+        fmt::print(", speed of light {:.1f}% ({}-bound, {} roof){}", 100 * r.roofline->sol_fraction,
+                   r.roofline->bound, r.roofline->memory_roof,
+                   r.roofline->score ? fmt::format(", SOL score {:.3f}", *r.roofline->score) : "");
       fmt::print("\n");
       if (r.baseline)
         fmt::print("  {}: median {:.4g} ms -> the kernel runs at {:.2f}x its speed\n", r.baseline_name,

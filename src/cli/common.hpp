@@ -20,7 +20,8 @@ struct InstanceOptions {
   std::string dtype = "fp32";
   std::string params;            // "NAME=V,..."
   int threads = 0;
-  int trials = 2;
+  int trials = 0;      // 0: the mode's default
+  bool quick = false;  // the quick verification protocol (tuning's default)
   std::uint64_t seed = 0x6b666f726765ull;
   bool json = false;
   void add_to(CLI::App& app, bool problem_positional = true);

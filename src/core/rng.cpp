@@ -43,7 +43,8 @@ double random_unit(std::uint64_t seed, std::uint64_t stream, std::uint64_t index
   return static_cast<double>(random_bits(seed, stream, index) >> 11) * 0x1.0p-53;
 }
 
-void fill_random(std::span<double> out, Distribution d, std::uint64_t seed, std::uint64_t stream) {
+void fill_random(std::span<double> out, Distribution d, std::uint64_t seed, std::uint64_t stream,
+                 double wide_log2) {
   const std::size_t n = out.size();
   auto normal = [&](std::size_t i) {  // Box-Muller on two independent uniforms
     const double u1 = 1.0 - random_unit(seed, stream, 2 * i);
@@ -56,7 +57,7 @@ void fill_random(std::span<double> out, Distribution d, std::uint64_t seed, std:
       case Distribution::uniform: out[i] = 2.0 * random_unit(seed, stream, i) - 1.0; break;
       case Distribution::wide: {
         const std::uint64_t r = random_bits(seed, stream, i);
-        const double mag = std::exp2(-20.0 + 40.0 * (static_cast<double>(r >> 12) * 0x1.0p-52));
+        const double mag = std::exp2(wide_log2 * (2.0 * (static_cast<double>(r >> 12) * 0x1.0p-52) - 1.0));
         out[i] = (r & 1) ? -mag : mag;
         break;
       }

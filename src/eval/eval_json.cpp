@@ -16,7 +16,9 @@ nlohmann::json EvalRequest::to_json() const {
           {"backend", backend},
           {"threads", backend_options.threads},
           {"device_index", backend_options.device_index},
-          {"verify", {{"trials", verify.trials}, {"distributions", dists}, {"seed", verify.seed}}},
+          {"verify", {{"thorough", verify.thorough}, {"trials", verify.trials}, {"distributions", dists},
+                      {"seed", verify.seed}, {"fuzz_shapes", verify.fuzz_shapes},
+                      {"determinism_runs", verify.determinism_runs}}},
           {"bench", bench},
           {"measure", {{"warmup", measure.warmup}, {"min_repetitions", measure.min_repetitions},
                        {"max_repetitions", measure.max_repetitions}, {"min_time_s", measure.min_time_s},
@@ -40,6 +42,9 @@ EvalRequest EvalRequest::from_json(const nlohmann::json& j) {
   const auto& v = j.at("verify");
   r.verify.trials = v.at("trials");
   r.verify.seed = v.at("seed");
+  r.verify.thorough = v.value("thorough", true);
+  r.verify.fuzz_shapes = v.value("fuzz_shapes", r.verify.fuzz_shapes);
+  r.verify.determinism_runs = v.value("determinism_runs", r.verify.determinism_runs);
   r.verify.distributions.clear();
   for (const auto& d : v.at("distributions")) r.verify.distributions.push_back(parse_distribution(d.get<std::string>()));
   r.bench = j.at("bench");
@@ -105,23 +110,7 @@ EvalResult EvalResult::from_json(const nlohmann::json& j) {
   r.error = j.value("error", "");
   r.compile_log = j.value("compile_log", "");
   r.compile_s = j.value("compile_s", 0.0);
-  if (j.contains("verify")) {
-    const auto& v = j.at("verify");
-    VerifyReport rep;
-    rep.passed = v.at("passed");
-    rep.failure = v.at("failure");
-    rep.trials_run = v.at("trials");
-    rep.worst_distribution = v.at("worst_distribution");
-    rep.worst.elements = v.at("elements");
-    rep.worst.bad_elements = v.at("bad_elements");
-    rep.worst.unwritten = v.at("unwritten");
-    rep.worst.non_finite = v.at("non_finite");
-    rep.worst.max_abs_error = v.at("max_abs_error");
-    rep.worst.max_rel_error = v.at("max_rel_error");
-    rep.worst.rel_frobenius_error = v.at("rel_frobenius_error");
-    rep.worst.max_bound_ratio = v.at("max_error_over_bound");
-    r.verify = rep;
-  }
+  if (j.contains("verify")) r.verify = VerifyReport::from_json(j.at("verify"));
   if (j.contains("samples")) {
     r.timing = summarize(j.at("samples").get<std::vector<double>>());
     r.timing->noise_target_met = j.value("noise_target_met", false);

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <chrono>
 
+#include <fmt/format.h>
+
 #include "eval/runner.hpp"
 #include "kforge/error.hpp"
 #include "kforge/problem.hpp"
@@ -19,6 +21,8 @@ std::string_view disposition_name(Disposition d) {
     case Disposition::timeout: return "timeout";
     case Disposition::invalid_config: return "invalid_config";
     case Disposition::not_supported: return "not_supported";
+    case Disposition::nondeterministic: return "nondeterministic";
+    case Disposition::suspect: return "suspect";
   }
   return "?";
 }
@@ -26,7 +30,7 @@ std::string_view disposition_name(Disposition d) {
 Disposition parse_disposition(std::string_view s) {
   for (Disposition d : {Disposition::passed, Disposition::incorrect, Disposition::compile_error,
                         Disposition::crashed, Disposition::timeout, Disposition::invalid_config,
-                        Disposition::not_supported})
+                        Disposition::not_supported, Disposition::nondeterministic, Disposition::suspect})
     if (disposition_name(d) == s) return d;
   throw UsageError("unknown disposition '" + std::string(s) + "'");
 }
@@ -43,8 +47,97 @@ Defines defines_for(const ParamValues& params, DType t) {
 }
 
 // The instance that timed runs use: normal inputs, the problem's reading scalars (trial 1).
+std::string inst_key(const EvalRequest& req) {
+  std::string key = fmt::format("{}|{}|{}", req.problem, dtype_name(req.dtype), req.verify.seed);
+  for (const auto& [k, v] : req.sizes) key += fmt::format("|{}={}", k, v);
+  return key;
+}
+
 Instance bench_instance(const Problem& p, const EvalRequest& req) {
   return p.make_instance(req.sizes, req.dtype, Distribution::normal, req.verify.seed ^ 0xbe9c4ull, 1);
+}
+
+// The timed runs: every one starts from the loaded state (outputs poisoned again, untimed), and
+// the last one's outputs are verified, so a kernel cannot be right when checked and fast (and
+// wrong) when timed. A time beyond the measured speed of light is suspect, never a win.
+void time_and_check(const EvalRequest& req, Backend& backend, const Problem& problem,
+                    KernelRunner& runner, EvalResult& r) {
+  const Instance inst = bench_instance(problem, req);
+  runner.load(inst, !problem.reads_inout(inst));
+  // --cold: copies of the inputs, together over 4x the last-level cache, taken in turn.
+  const int copies = req.measure.cold ? cold_copies(problem.bytes(req.sizes, req.dtype),
+                                                    static_cast<double>(ceilings(backend).llc_bytes))
+                                      : 1;
+  std::vector<std::unique_ptr<KernelRunner>> spare;
+  for (int i = 1; i < copies; ++i) {
+    spare.push_back(std::make_unique<KernelRunner>(runner.sibling()));
+    spare.back()->load(inst, !problem.reads_inout(inst));
+  }
+  std::size_t turn = 0;
+  const std::function<double()> kernel_once = [&] {
+    KernelRunner& x = turn == 0 ? runner : *spare[turn - 1];
+    turn = (turn + 1) % copies;
+    x.restore_outputs();
+    return x.launch();
+  };
+  std::function<void()> base = req.baseline ? problem.baseline(inst, req.backend_options.threads)
+                                            : std::function<void()>{};
+  if (base && copies > 1) {
+    std::vector<std::function<void()>> bases{base};
+    for (int i = 1; i < copies; ++i) bases.push_back(problem.baseline(inst, req.backend_options.threads));
+    base = rotation(std::move(bases));
+  }
+  if (base) {
+    // Interleaved with the kernel, so both see the same machine.
+    const std::function<double()> base_once = [&] {
+      const auto t0 = std::chrono::steady_clock::now();
+      base();
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    PairTiming pt = measure_pair(kernel_once, base_once, req.measure);
+    r.timing = std::move(pt.a);
+    r.baseline = std::move(pt.b);
+    r.baseline_name = problem.baseline_name();
+  } else {
+    r.timing = measure(kernel_once, req.measure);
+  }
+
+  const auto ref = reference_for(problem, inst, "timed|" + inst_key(req));
+  const Comparison c = compare(problem, inst, runner.outputs(), ref->out, ref->magnitude);
+  r.verify->checks.push_back({"timed_outputs", c.passed,
+                              c.passed ? "the last timed run's outputs pass" : c.failure});
+  if (!c.passed) {
+    r.disposition = Disposition::incorrect;
+    r.verify->passed = false;
+    r.verify->failed_check = "timed_outputs";
+    r.verify->failed_sizes = req.sizes;
+    r.error = "timed_outputs: the timed runs' outputs are wrong (" + c.failed_check + "): " + c.failure;
+    return;
+  }
+
+  const double flops = problem.flops(req.sizes), bytes = problem.bytes(req.sizes, req.dtype);
+  r.gflops = flops / r.timing->median_s * 1e-9;
+  r.gbytes_s = bytes / r.timing->median_s * 1e-9;
+  const double base_s = r.baseline ? r.baseline->median_s : 0.0;  // for the SOL score
+  r.roofline = roofline(ceilings(backend), req.dtype, flops, bytes, r.timing->median_s, base_s,
+                        !req.measure.cold);
+  // Beyond the ceilings by more than the noise: first suspect the ceilings (measured under
+  // another load, perhaps), then the kernel.
+  const double noise = std::max(0.05, 3 * r.timing->stdev_s / r.timing->median_s);
+  if (r.roofline->sol_fraction > 1 + noise)
+    r.roofline = roofline(ceilings(backend, true), req.dtype, flops, bytes, r.timing->median_s,
+                          base_s, !req.measure.cold);
+  const bool suspect = r.roofline->sol_fraction > 1 + noise;
+  r.verify->checks.push_back({"speed_of_light", !suspect,
+                              fmt::format("{:.1f}% of the measured speed of light ({}-bound)",
+                                          100 * r.roofline->sol_fraction, r.roofline->bound)});
+  if (suspect) {
+    r.disposition = Disposition::suspect;
+    r.verify->failed_check = "speed_of_light";
+    r.error = fmt::format("suspect: {:.2f}x the measured speed of light, beyond the noise ({:.0f}%); the "
+                          "kernel probably skips work (or the ceilings are wrong: kforge ceilings --remeasure)",
+                          r.roofline->sol_fraction, 100 * noise);
+  }
 }
 
 void run_gates(const EvalRequest& req, Backend& backend, EvalResult& r) {
@@ -87,51 +180,31 @@ void run_gates(const EvalRequest& req, Backend& backend, EvalResult& r) {
   }
 
   KernelRunner runner(backend, *module, *problem, geometry);
-  const KernelCall call = [&](const Instance& inst, bool poison_inout,
-                              std::vector<std::vector<bool>>& unwritten) {
+  const KernelCall call = [&](const Instance& inst, bool poison_inout) {
+    runner.set_geometry(k.geometry(r.params, inst.sizes));  // fuzzed shapes launch their own grid
     runner.load(inst, poison_inout);
     runner.launch();
-    return runner.outputs(unwritten);
+    return runner.outputs();
   };
+  VerifyOptions vo = req.verify;
+  for (const auto& [name, v] : r.params) vo.tile_hints.push_back(v);
+  vo.supports = [&](const Sizes& s) { return !k.check(r.params, s); };
   try {
-    r.verify = verify(*problem, req.sizes, req.dtype, call, req.verify);
+    r.verify = verify(*problem, req.sizes, req.dtype, call, vo);
   } catch (const LaunchError& e) {
     r.disposition = Disposition::crashed;
     r.error = std::string("launch failed: ") + e.what();
     return;
   }
   if (!r.verify->passed) {
-    r.disposition = Disposition::incorrect;
+    r.disposition = r.verify->nondeterministic() ? Disposition::nondeterministic : Disposition::incorrect;
     r.error = r.verify->failure;
     return;
   }
   r.disposition = Disposition::passed;
   if (!req.bench) return;
-
-  const Instance inst = bench_instance(*problem, req);
-  runner.load(inst, false);
-  const std::function<double()> kernel_once = [&] { return runner.launch(); };
-  std::function<void()> base = req.baseline ? problem->baseline(inst, req.backend_options.threads)
-                                            : std::function<void()>{};
-  if (base) {
-    // Interleaved with the kernel, so both see the same machine.
-    const std::function<double()> base_once = [&] {
-      const auto t0 = std::chrono::steady_clock::now();
-      base();
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    };
-    PairTiming pt = measure_pair(kernel_once, base_once, req.measure);
-    r.timing = std::move(pt.a);
-    r.baseline = std::move(pt.b);
-    r.baseline_name = problem->baseline_name();
-  } else {
-    r.timing = measure(kernel_once, req.measure);
-  }
-  const double flops = problem->flops(req.sizes), bytes = problem->bytes(req.sizes, req.dtype);
-  r.gflops = flops / r.timing->median_s * 1e-9;
-  r.gbytes_s = bytes / r.timing->median_s * 1e-9;
-  r.roofline = roofline(ceilings(backend), req.dtype, flops, bytes, r.timing->median_s,
-                        r.baseline ? r.baseline->median_s : 0.0, !req.measure.cold);
+  runner.set_geometry(geometry);
+  time_and_check(req, backend, *problem, runner, r);
 }
 
 }  // namespace

@@ -34,11 +34,12 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
   const long long memory = req.backend == "cuda" ? 0 : limits.memory_bytes;
   const ProcessResult p = run_process({worker_path()}, req.to_json().dump(),
                                       {.timeout_s = limits.timeout_s, .memory_bytes = memory});
+  std::string unreadable;
   if (p.ok()) {
     try {
       return EvalResult::from_json(nlohmann::json::parse(p.out));
     } catch (const std::exception& e) {
-      // fall through: a kernel that scribbled on stdout is reported as crashed below
+      unreadable = e.what();  // reported as crashed below
     }
   }
   EvalResult r;
@@ -54,7 +55,8 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
               " s limit and was killed (an endless loop or a kernel far too slow)";
   } else {
     r.disposition = Disposition::crashed;
-    r.error = "the worker running the kernel " + p.describe();
+    r.error = unreadable.empty() ? "the worker running the kernel " + p.describe()
+                                 : "the worker's result could not be read (" + unreadable + ")";
     if (!p.err.empty()) r.error += ": " + tail(p.err);
   }
   return r;

@@ -2,55 +2,85 @@
 
 #include <cstring>
 
-#include "kforge/verify.hpp"
+#include <fmt/format.h>
 
 namespace kforge {
 
 void KernelRunner::load(const Instance& inst, bool poison_inout) {
   dtype_ = inst.dtype;
   const auto specs = problem_.tensors();
-  buffers_.clear();  // fresh buffers, so nothing carries over from an earlier trial
-  elements_.clear();
-  args_.clear();
   const std::size_t esize = dtype_size(inst.dtype);
+  // The old buffers stay alive until the new ones exist, so no address repeats: a kernel
+  // cannot recognise a trial by its pointers.
+  std::vector<Tensor> fresh;
   for (std::size_t t = 0; t < specs.size(); ++t) {
-    const std::size_t n = inst.tensors[t].size();
-    std::vector<unsigned char> bytes(n * esize);
+    Tensor x;
+    x.spec = specs[t];
+    x.elements = inst.tensors[t].size();
+    const std::size_t bytes = x.elements * esize;
+    x.image.assign(bytes + 2 * kGuardBytes, kGuardByte);
+    unsigned char* body = x.image.data() + kGuardBytes;
     const bool poison = specs[t].role == Role::out || (specs[t].role == Role::inout && poison_inout);
-    if (poison) std::memset(bytes.data(), kPoisonByte, bytes.size());
-    else encode(inst.dtype, inst.tensors[t], bytes.data());
-    buffers_.push_back(backend_.alloc(std::max<std::size_t>(bytes.size(), 1)));
-    backend_.write(*buffers_.back(), bytes.data(), bytes.size());
-    elements_.push_back(n);
+    if (poison) std::memset(body, kPoisonByte, bytes);
+    else encode(inst.dtype, inst.tensors[t], body);
+    x.buffer = backend_.alloc(x.image.size());
+    backend_.write(*x.buffer, x.image.data(), x.image.size());
+    fresh.push_back(std::move(x));
   }
-  for (auto& b : buffers_) args_.push_back(Arg::buf(*b));
+  tensors_ = std::move(fresh);
+  args_.clear();
+  for (auto& x : tensors_)
+    args_.push_back(Arg::buf(*x.buffer, kGuardBytes, std::max<std::size_t>(x.image.size() - 2 * kGuardBytes, 1)));
   for (const auto& name : problem_.size_names())
     args_.push_back(Arg::i(static_cast<std::int32_t>(inst.sizes.at(name))));
   for (const auto& name : problem_.scalar_names())
     args_.push_back(Arg::f(static_cast<float>(inst.scalars.at(name))));
 }
 
+void KernelRunner::restore_outputs() {
+  for (auto& x : tensors_)
+    if (x.spec.role != Role::in) backend_.write(*x.buffer, x.image.data(), x.image.size());
+}
+
 double KernelRunner::launch() { return backend_.run(module_, geometry_, args_); }
 
-std::vector<std::vector<double>> KernelRunner::outputs(std::vector<std::vector<bool>>& unwritten) {
-  std::vector<std::vector<double>> out;
-  unwritten.clear();
-  const auto specs = problem_.tensors();
+KernelOutput KernelRunner::outputs() {
+  KernelOutput out;
   const std::size_t esize = dtype_size(dtype_);
-  for (std::size_t t = 0; t < specs.size(); ++t) {
-    if (specs[t].role == Role::in) continue;
-    std::vector<unsigned char> bytes(elements_[t] * esize);
-    backend_.read(*buffers_[t], bytes.data(), bytes.size());
-    std::vector<bool> poisoned(elements_[t]);
-    for (std::size_t i = 0; i < elements_[t]; ++i) {
+  std::vector<unsigned char> now;
+  for (const auto& x : tensors_) {
+    now.resize(x.image.size());
+    backend_.read(*x.buffer, now.data(), now.size());
+    const std::size_t body = x.elements * esize, end = kGuardBytes + body;
+    // Guard bands: report the farthest damaged byte on each side.
+    std::size_t before = 0, after = 0;
+    for (std::size_t i = 0; i < kGuardBytes; ++i)
+      if (now[i] != kGuardByte) { before = kGuardBytes - i; break; }
+    for (std::size_t i = now.size(); i-- > end;)
+      if (now[i] != kGuardByte) { after = i - end + 1; break; }
+    if (before || after) {
+      ++out.guard_violations;
+      out.guard_detail += fmt::format("{}{}: written {}", out.guard_detail.empty() ? "" : "; ",
+                                      x.spec.name,
+                                      before && after ? fmt::format("up to {} bytes before its start and {} bytes past its end", before, after)
+                                      : before ? fmt::format("up to {} bytes before its start", before)
+                                               : fmt::format("up to {} bytes past its end", after));
+    }
+    if (x.spec.role == Role::in) {
+      if (std::memcmp(now.data() + kGuardBytes, x.image.data() + kGuardBytes, body) != 0)
+        out.inputs_modified.push_back(x.spec.name);
+      continue;
+    }
+    std::vector<bool> poisoned(x.elements);
+    for (std::size_t i = 0; i < x.elements; ++i) {
       bool all = true;
-      for (std::size_t k = 0; k < esize; ++k) all = all && bytes[i * esize + k] == kPoisonByte;
+      for (std::size_t k = 0; k < esize; ++k) all = all && now[kGuardBytes + i * esize + k] == kPoisonByte;
       poisoned[i] = all;
     }
-    std::vector<double> v(elements_[t]);
-    decode(dtype_, bytes.data(), v);
-    out.push_back(std::move(v));
-    unwritten.push_back(std::move(poisoned));
+    std::vector<double> v(x.elements);
+    decode(dtype_, now.data() + kGuardBytes, v);
+    out.tensors.push_back(std::move(v));
+    out.unwritten.push_back(std::move(poisoned));
   }
   return out;
 }

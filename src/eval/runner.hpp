@@ -1,11 +1,14 @@
 #pragma once
 // Moves one problem instance onto a backend, launches a compiled kernel on it with the
 // problem's ABI (tensors, then sizes as int, then scalars as float) and reads the outputs back.
+// Every tensor sits between two guard bands, so writes out of bounds are seen, and input
+// tensors are read back, so writes into an input are seen too.
 #include <memory>
 #include <vector>
 
 #include "kforge/backend.hpp"
 #include "kforge/problem.hpp"
+#include "kforge/verify.hpp"
 
 namespace kforge {
 
@@ -14,20 +17,35 @@ class KernelRunner {
   KernelRunner(Backend& b, Module& m, const Problem& p, const LaunchGeometry& g)
       : backend_(b), module_(m), problem_(p), geometry_(g) {}
 
-  // Copies the instance in, at fresh buffers; outputs (and inout tensors when asked) poisoned.
+  // Copies the instance in, at fresh buffers (never at the addresses of the previous load);
+  // outputs (and inout tensors when asked) poisoned.
   void load(const Instance& inst, bool poison_inout);
+  // Puts every out/inout tensor back as load() left it, so a repeated run starts from the same
+  // state and a run that writes nothing leaves the poison for the verifier to find.
+  void restore_outputs();
   double launch();  // seconds on the backend's clock
-  // Out/inout tensors, decoded; `unwritten` marks elements that still hold the poison.
-  std::vector<std::vector<double>> outputs(std::vector<std::vector<bool>>& unwritten);
+  // Another runner of the same kernel with buffers of its own (`--cold` rotates among copies).
+  [[nodiscard]] KernelRunner sibling() const { return {backend_, module_, problem_, geometry_}; }
+  void set_geometry(const LaunchGeometry& g) { geometry_ = g; }
+  // Out/inout tensors decoded, poison left unwritten, guard and input damage.
+  [[nodiscard]] KernelOutput outputs();
+
+  static constexpr std::size_t kGuardBytes = 4096;  // each side; OpenCL sub-buffer alignment
+  static constexpr unsigned char kGuardByte = 0xa5;
 
  private:
+  struct Tensor {
+    std::unique_ptr<Buffer> buffer;
+    std::vector<unsigned char> image;  // guard, contents as loaded, guard
+    std::size_t elements = 0;
+    TensorSpec spec;
+  };
   Backend& backend_;
   Module& module_;
   const Problem& problem_;
   LaunchGeometry geometry_;
   DType dtype_ = DType::fp32;
-  std::vector<std::unique_ptr<Buffer>> buffers_;
-  std::vector<std::size_t> elements_;
+  std::vector<Tensor> tensors_;
   std::vector<Arg> args_;
 };
 

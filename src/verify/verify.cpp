@@ -1,27 +1,18 @@
+// The verification protocol (verify.hpp lists the checks). The kernel always runs before the
+// reference of its inputs is computed, on fresh inputs at fresh addresses, so it can neither
+// find the answer nor replay an earlier one.
 #include "kforge/verify.hpp"
 
 #include <cmath>
 #include <list>
 #include <mutex>
-#include <sstream>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
+
+#include "kforge/error.hpp"
 
 namespace kforge {
-namespace {
 
-// The accumulation precision a kernel must at least keep: fp32 for the 16-bit types.
-double accumulation_roundoff(DType t) {
-  return t == DType::fp64 ? unit_roundoff(DType::fp64) : unit_roundoff(DType::fp32);
-}
-
-struct Reference {
-  std::vector<std::vector<double>> out, magnitude;
-};
-
-// The reference for one instance, kept for a few instances so that evaluating many
-// configurations on the same inputs (tuning) computes it once.
 std::shared_ptr<const Reference> reference_for(const Problem& p, const Instance& inst,
                                                const std::string& key) {
   static std::mutex mutex;
@@ -35,102 +26,190 @@ std::shared_ptr<const Reference> reference_for(const Problem& p, const Instance&
   p.reference(inst, r->out, r->magnitude);
   std::lock_guard lock(mutex);
   cache.emplace_front(key, r);
-  if (cache.size() > 4) cache.pop_back();
+  if (cache.size() > 8) cache.pop_back();
   return r;
 }
 
-}  // namespace
+namespace {
 
-Comparison compare(const Problem& p, const Instance& inst,
-                   const std::vector<std::vector<double>>& got,
-                   const std::vector<std::vector<bool>>& unwritten,
-                   const std::vector<std::vector<double>>& ref,
-                   const std::vector<std::vector<double>>& magnitude) {
-  Comparison c;
-  const double u_out = unit_roundoff(inst.dtype);
-  const double u_acc = accumulation_roundoff(inst.dtype);
-  const double n = p.reduction_length(inst.sizes);
-  const bool exact = !is_float(inst.dtype);
-  double err2 = 0, ref2 = 0;
-  for (std::size_t t = 0; t < ref.size(); ++t) {
-    for (std::size_t i = 0; i < ref[t].size(); ++i) {
-      ++c.elements;
-      const double r = ref[t][i], g = got[t][i];
-      if (unwritten[t][i]) { ++c.unwritten; ++c.bad_elements; continue; }
-      if (!std::isfinite(g)) {
-        if (std::isfinite(r) || std::isnan(g) != std::isnan(r)) { ++c.non_finite; ++c.bad_elements; }
-        continue;
-      }
-      // Any summation order in precision u_acc, then one rounding to the output type.
-      const double bound = exact ? 0.0
-          : u_out * std::fabs(r) + (n * u_acc * (1 + u_out)) * magnitude[t][i] +
-                std::numeric_limits<float>::denorm_min();
-      const double e = std::fabs(g - r);
-      err2 += e * e;
-      ref2 += r * r;
-      c.max_abs_error = std::max(c.max_abs_error, e);
-      if (r != 0) c.max_rel_error = std::max(c.max_rel_error, e / std::fabs(r));
-      const double ratio = bound > 0 ? e / bound : (e > 0 ? INFINITY : 0.0);
-      c.max_bound_ratio = std::max(c.max_bound_ratio, ratio);
-      if (e > bound) ++c.bad_elements;
-    }
-  }
-  c.rel_frobenius_error = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
-  if (c.bad_elements == 0) return c;
-  c.passed = false;
-  std::ostringstream why;
-  why << c.bad_elements << " of " << c.elements << " output elements wrong";
-  if (c.unwritten) why << "; " << c.unwritten << " never written (still poisoned)";
-  if (c.non_finite) why << "; " << c.non_finite << " NaN/Inf where the reference is finite";
-  why << fmt::format("; max abs error {:.3g}, worst error/bound {:.3g}, relative Frobenius error {:.3g}",
-                     c.max_abs_error, c.max_bound_ratio, c.rel_frobenius_error);
-  c.failure = why.str();
-  return c;
+std::string sizes_text(const Sizes& s) {
+  std::string out;
+  for (const auto& [k, v] : s) out += fmt::format("{}{}={}", out.empty() ? "" : ",", k, v);
+  return out;
 }
+
+class Protocol {
+ public:
+  Protocol(const Problem& p, DType t, const KernelCall& call, const VerifyOptions& o)
+      : p_(p), t_(t), call_(call), o_(o) {
+    rep_.seed = o.seed;
+  }
+
+  VerifyReport run(const Sizes& s) {
+    requested_ = s;
+    if (trials(s) && o_.thorough) (void)(determinism() && perturbation() && shapes(s));
+    return std::move(rep_);
+  }
+
+ private:
+  struct Judged {
+    bool passed;
+    KernelOutput out;
+  };
+
+  Instance instance(const Sizes& s, int trial, Distribution d, std::uint64_t seed) const {
+    return p_.make_instance(s, t_, d, seed, trial);
+  }
+  static std::string key(const Instance& inst, Distribution d, std::uint64_t seed, int trial,
+                         const std::string& tag) {
+    return fmt::format("{}|{}|{}|{}|{}|{}", dtype_name(inst.dtype), distribution_name(d), seed, trial,
+                       sizes_text(inst.sizes), tag);
+  }
+
+  // One run of the kernel on `inst`, compared with its reference. A failure is charged to
+  // `as_check` when given (the run's own check otherwise).
+  Judged judge(const Instance& inst, Distribution d, const std::string& ref_key, const std::string& context,
+               const char* as_check = nullptr) {
+    KernelOutput out = call_(inst, !p_.reads_inout(inst));  // before the reference exists
+    const auto ref = reference_for(p_, inst, p_.name() + "|" + ref_key);
+    if (!degenerate_checked_) refuse_if_degenerate(inst, *ref);
+    const Comparison c = compare(p_, inst, out, ref->out, ref->magnitude);
+    ++rep_.trials_run;
+    if (c.passed) {
+      if (c.max_bound_ratio >= rep_.worst.max_bound_ratio) {
+        rep_.worst = c;
+        rep_.worst_distribution = std::string(distribution_name(d));
+      }
+      return {true, std::move(out)};
+    }
+    rep_.passed = false;
+    rep_.worst = c;
+    rep_.worst_distribution = std::string(distribution_name(d));
+    rep_.failed_check = as_check ? as_check : c.failed_check;
+    rep_.failed_sizes = inst.sizes;
+    std::string scalars;
+    for (const auto& [k, v] : inst.scalars) scalars += fmt::format(", {}={}", k, v);
+    rep_.failure = fmt::format("{} [{} at {}, {} inputs{}, seed {}]: {}", rep_.failed_check, context,
+                               sizes_text(inst.sizes), distribution_name(d), scalars, o_.seed, c.failure);
+    add(rep_.failed_check, false, rep_.failure);
+    return {false, std::move(out)};
+  }
+
+  // An instance whose reference cannot tell right from wrong is refused before any verdict.
+  void refuse_if_degenerate(const Instance& inst, const Reference& ref) {
+    degenerate_checked_ = true;
+    std::int64_t n = 0, distinguishable = 0;
+    bool constant = true;
+    const double first = ref.out.empty() || ref.out[0].empty() ? 0 : ref.out[0][0];
+    for (std::size_t t = 0; t < ref.out.size(); ++t)
+      for (std::size_t i = 0; i < ref.out[t].size(); ++i) {
+        ++n;
+        const double r = ref.out[t][i];
+        if (std::fabs(r) > error_bound(p_, inst, r, ref.magnitude[t][i])) ++distinguishable;
+        constant = constant && r == first;
+      }
+    std::string why;
+    if (distinguishable == 0) why = "every reference element is within its error bound of zero, so an all-zero output would pass";
+    else if (n >= 2 && constant) why = fmt::format("every reference element equals {}, so a constant output would pass", first);
+    if (why.empty()) return add("degenerate", true, fmt::format("{} of {} reference elements distinguishable from zero", distinguishable, n));
+    throw UsageError("problem " + p_.name() + " at " + sizes_text(inst.sizes) +
+                     " is degenerate and cannot judge a kernel: " + why + "; choose other sizes");
+  }
+
+  bool trials(const Sizes& s) {
+    const int n = o_.trial_count();
+    for (int trial = 0; trial < n; ++trial) {
+      const Distribution d = o_.distributions[trial % o_.distributions.size()];
+      const Instance inst = instance(s, trial, d, o_.seed);
+      Judged j = judge(inst, d, key(inst, d, o_.seed, trial, ""), fmt::format("trial {}", trial));
+      if (!j.passed) return false;
+      if (trial == 0) first_output_ = std::move(j.out.tensors);
+    }
+    add("poison", true, "every output element written, in every run");
+    add("guard", true, fmt::format("no write in the {}-byte guard bands", 4096));
+    add("inputs_intact", true, "input tensors unchanged");
+    add("finite", true, "no NaN/Inf where the reference is finite");
+    add("bound", true, fmt::format("{} trial(s) at {}; worst error/bound {:.3g}, ULP p50/p90/p99 {:.3g}/{:.3g}/{:.3g}",
+                                   n, sizes_text(s), rep_.worst.max_bound_ratio, rep_.worst.ulp_p50,
+                                   rep_.worst.ulp_p90, rep_.worst.ulp_p99));
+    return true;
+  }
+
+  // The first trial's inputs again, at fresh addresses: a race or an uninitialised read shows
+  // as a run that fails where the first passed.
+  bool determinism() {
+    const Distribution d = o_.distributions[0];
+    const Instance inst = instance(requested_, 0, d, o_.seed);
+    bool bitwise = true;
+    for (int r = 1; r <= o_.determinism_runs; ++r) {
+      Judged j = judge(inst, d, key(inst, d, o_.seed, 0, ""), fmt::format("repeat {} of trial 0", r), "determinism");
+      if (!j.passed) return false;
+      bitwise = bitwise && j.out.tensors == first_output_;
+    }
+    add("determinism", true, fmt::format("{} repeat(s) of trial 0 passed; results {}", o_.determinism_runs,
+                                         bitwise ? "bitwise identical" : "differ within rounding"));
+    return true;
+  }
+
+  // One element of each input changed: a kernel that ignores an input, or replays an answer
+  // it stored, gives the old output where the reference moved.
+  bool perturbation() {
+    const Distribution d = o_.distributions[0];
+    const auto specs = p_.tensors();
+    int changed = 0;
+    for (std::size_t t = 0; t < specs.size(); ++t) {
+      Instance inst = instance(requested_, 0, d, o_.seed);
+      if (specs[t].role == Role::out || (specs[t].role == Role::inout && !p_.reads_inout(inst))) continue;
+      auto& v = inst.tensors[t];
+      const std::size_t i = random_bits(o_.seed, 0x9e7 + t, 0) % v.size();
+      std::vector<double> moved{v[i] + (v[i] >= 0 ? -1 : 1) * (2 + 2 * std::fabs(v[i]))};
+      round_to(t_, moved);
+      v[i] = moved[0];
+      const std::string what = fmt::format("{}[{}] changed", specs[t].name, i);
+      if (!judge(inst, d, key(inst, d, o_.seed, 0, what), what, "perturbation").passed) return false;
+      ++changed;
+    }
+    add("perturbation", true, fmt::format("{} input tensor(s) perturbed in one element; the output followed", changed));
+    return true;
+  }
+
+  bool shapes(const Sizes& requested) {
+    const auto list = fuzz_shapes(p_, requested, o_.tile_hints, o_.fuzz_shapes, o_.seed);
+    std::string tried;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      if (o_.supports && !o_.supports(list[i])) { ++rep_.shapes_unclaimed; continue; }
+      rep_.shapes_tried.push_back(list[i]);
+      tried += (tried.empty() ? "" : "; ") + sizes_text(list[i]);
+      const int trial = static_cast<int>(i) + 1;
+      const Distribution d = o_.distributions[(i + o_.distributions.size() - 1) % o_.distributions.size()];
+      const Instance inst = instance(list[i], trial, d, o_.seed ^ 0xf022ull);
+      if (!judge(inst, d, key(inst, d, o_.seed ^ 0xf022ull, trial, ""), "fuzzed shape").passed) return false;
+    }
+    add("shapes", true, fmt::format("passed at {} fuzzed shape(s) ({}); {} not claimed by the kernel's constraints",
+                                    rep_.shapes_tried.size(), tried, rep_.shapes_unclaimed));
+    return true;
+  }
+
+  void add(const std::string& name, bool passed, std::string detail) {
+    rep_.checks.push_back({name, passed, std::move(detail)});
+  }
+
+  const Problem& p_;
+  DType t_;
+  const KernelCall& call_;
+  const VerifyOptions& o_;
+  VerifyReport rep_;
+  Sizes requested_;
+  bool degenerate_checked_ = false;
+  std::vector<std::vector<double>> first_output_;
+};
+
+}  // namespace
 
 VerifyReport verify(const Problem& p, const Sizes& s, DType t, const KernelCall& call,
                     const VerifyOptions& opts) {
-  VerifyReport rep;
-  for (int trial = 0; trial < opts.trials; ++trial) {
-    const Distribution dist = opts.distributions[trial % opts.distributions.size()];
-    const Instance inst = p.make_instance(s, t, dist, opts.seed, trial);
-    std::string key = fmt::format("{}|{}|{}|{}|{}", p.name(), dtype_name(t), distribution_name(dist),
-                                  opts.seed, trial);
-    for (const auto& [k, v] : s) key += fmt::format("|{}={}", k, v);
-    // The kernel runs first, so it cannot find the reference's answer anywhere.
-    std::vector<std::vector<bool>> unwritten;
-    const auto got = call(inst, !p.reads_inout(inst), unwritten);
-    const auto ref = reference_for(p, inst, key);
-    const Comparison c = compare(p, inst, got, unwritten, ref->out, ref->magnitude);
-    ++rep.trials_run;
-    if (!c.passed || c.max_bound_ratio >= rep.worst.max_bound_ratio) {
-      rep.worst = c;
-      rep.worst_distribution = std::string(distribution_name(dist));
-    }
-    if (!c.passed) {
-      rep.passed = false;
-      rep.failure = fmt::format("trial {} ({} inputs", trial, distribution_name(dist));
-      for (const auto& [k, v] : inst.scalars) rep.failure += fmt::format(", {}={}", k, v);
-      rep.failure += "): " + c.failure;
-      break;
-    }
-  }
-  return rep;
-}
-
-nlohmann::json VerifyReport::to_json() const {
-  return {{"passed", passed},
-          {"failure", failure},
-          {"trials", trials_run},
-          {"worst_distribution", worst_distribution},
-          {"elements", worst.elements},
-          {"bad_elements", worst.bad_elements},
-          {"unwritten", worst.unwritten},
-          {"non_finite", worst.non_finite},
-          {"max_abs_error", worst.max_abs_error},
-          {"max_rel_error", worst.max_rel_error},
-          {"rel_frobenius_error", worst.rel_frobenius_error},
-          {"max_error_over_bound", worst.max_bound_ratio}};
+  if (opts.distributions.empty()) throw UsageError("verification needs at least one input distribution");
+  return Protocol(p, t, call, opts).run(s);
 }
 
 }  // namespace kforge

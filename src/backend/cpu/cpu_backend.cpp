@@ -123,7 +123,7 @@ class CpuBackend final : public Backend {
     for (std::size_t i = 0; i < args.size(); ++i) {
       switch (args[i].kind) {
         case Arg::Kind::buffer:
-          data_ptrs[i] = static_cast<CpuBuffer*>(args[i].buffer)->data;
+          data_ptrs[i] = static_cast<CpuBuffer*>(args[i].buffer)->data + args[i].offset;
           argv[i] = &data_ptrs[i];
           break;
         case Arg::Kind::i32: argv[i] = const_cast<std::int32_t*>(&args[i].i32); break;

@@ -168,7 +168,7 @@ class CudaBackend final : public Backend {
     for (std::size_t i = 0; i < args.size(); ++i) {
       switch (args[i].kind) {
         case Arg::Kind::buffer:
-          ptrs[i] = static_cast<CudaBuffer*>(args[i].buffer)->ptr;
+          ptrs[i] = static_cast<CudaBuffer*>(args[i].buffer)->ptr + args[i].offset;
           params[i] = &ptrs[i];
           break;
         case Arg::Kind::i32:

@@ -276,12 +276,22 @@ class OpenClBackend final : public Backend {
     auto& m = static_cast<ClModule&>(mod);
     Device& d = *m.dev;
     cl_kernel k = m.kernel.get();
+    std::vector<MemH> regions;  // sub-buffers for region arguments, alive until the launch ends
     for (std::size_t i = 0; i < args.size(); ++i) {
       const Arg& a = args[i];
       cl_int rc = CL_SUCCESS;
       switch (a.kind) {
         case Arg::Kind::buffer: {
-          const cl_mem mem = static_cast<ClBuffer*>(a.buffer)->mem.get();
+          cl_mem mem = static_cast<ClBuffer*>(a.buffer)->mem.get();
+          if (a.offset != 0 || a.bytes != 0) {
+            const cl_buffer_region region{a.offset, a.bytes ? a.bytes : a.buffer->bytes() - a.offset};
+            regions.emplace_back(clCreateSubBuffer(mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION,
+                                                   &region, &rc));
+            if (rc != CL_SUCCESS)
+              throw LaunchError("clCreateSubBuffer(offset " + std::to_string(a.offset) + ") failed: " +
+                                error_name(rc));
+            mem = regions.back().get();
+          }
           rc = clSetKernelArg(k, static_cast<cl_uint>(i), sizeof(cl_mem), &mem);
           break;
         }

@@ -1,0 +1,58 @@
+// Shape fuzzing: a kernel right at 1024³ can still skip the tail at 1000 or break at 1. The
+// sizes drawn are the ones where tiled code goes wrong: 1, small primes, one off a tile, one
+// off the requested size.
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "kforge/verify.hpp"
+
+namespace kforge {
+namespace {
+
+constexpr std::int64_t kSmallPrimes[] = {2, 3, 5, 7, 11, 13, 17, 31, 61, 67, 97, 127};
+// The reference's work per fuzzed shape is kept under this many element-steps (the product of
+// all sizes), so a thorough verdict stays cheap whatever size was requested.
+constexpr double kMaxWork = 6e6;
+
+double work(const Sizes& s) {
+  double w = 1;
+  for (const auto& [k, v] : s) w *= static_cast<double>(v);
+  return w;
+}
+
+}  // namespace
+
+std::vector<Sizes> fuzz_shapes(const Problem& p, const Sizes& requested,
+                               const std::vector<std::int64_t>& tile_hints, int count,
+                               std::uint64_t seed) {
+  std::vector<Sizes> out;
+  if (count <= 0) return out;
+  std::set<std::int64_t> pool{1};
+  for (auto v : kSmallPrimes) pool.insert(v);
+  for (auto t : tile_hints)
+    if (t >= 2) pool.insert({t - 1, t, t + 1});
+  for (const auto& [name, v] : requested) pool.insert({std::max<std::int64_t>(v - 1, 1), v + 1});
+  const std::vector<std::int64_t> values(pool.begin(), pool.end());
+
+  std::set<Sizes> seen{requested};
+  Sizes ones;
+  for (const auto& name : p.size_names()) ones[name] = 1;
+  if (seen.insert(ones).second) out.push_back(ones);
+  for (std::uint64_t draw = 0; static_cast<int>(out.size()) < count && draw < 64ull * count; ++draw) {
+    Sizes s;
+    std::uint64_t stream = 0;
+    for (const auto& name : p.size_names())
+      s[name] = values[random_bits(seed, 0x5a4e ^ stream++, draw) % values.size()];
+    // Too much work: shrink the largest size towards a prime until it fits.
+    while (work(s) > kMaxWork) {
+      auto largest = std::max_element(s.begin(), s.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+      largest->second = std::max<std::int64_t>(1, (largest->second / 3) | 1);
+    }
+    if (seen.insert(s).second) out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace kforge
