@@ -39,6 +39,11 @@ std::vector<Sizes> fuzz_shapes(const Problem& p, const Sizes& requested,
   Sizes ones;
   for (const auto& name : p.size_names()) ones[name] = 1;
   if (seen.insert(ones).second) out.push_back(ones);
+  // One less than requested in every size: where a tail after whole tiles begins.
+  Sizes below;
+  for (const auto& [name, v] : requested) below[name] = std::max<std::int64_t>(v - 1, 1);
+  if (static_cast<int>(out.size()) < count && work(below) <= kMaxWork && seen.insert(below).second)
+    out.push_back(below);
   for (std::uint64_t draw = 0; static_cast<int>(out.size()) < count && draw < 64ull * count; ++draw) {
     Sizes s;
     std::uint64_t stream = 0;
