@@ -52,6 +52,20 @@ class Problem {
   // Whether an inout tensor's input value matters (gemm: beta != 0). When it does not, the
   // verifier poisons it like an output.
   [[nodiscard]] virtual bool reads_inout(const Instance& inst) const { (void)inst; return true; }
+  // Throws UsageError naming the size when `s` is not a valid instance (default: every size at
+  // least 1). Families with sizes that may be 0 (padding) or must divide each other (heads)
+  // override it; shape fuzzing skips the sizes it refuses.
+  virtual void check_sizes(const Sizes& s) const;
+  // Called last by make_instance: turns the random values of tensors that are not plain data
+  // (done flags, indices, probabilities) into valid ones. Values must stay exact in the dtype.
+  virtual void condition_inputs(Instance& inst, std::uint64_t seed, int trial) const {
+    (void)inst;
+    (void)seed;
+    (void)trial;
+  }
+  // Changes element `i` of input tensor `t` so that the exact result changes (the perturbation
+  // check). Default: moves the value by 2 + 2|v| away from zero's side, rounded to the dtype.
+  virtual void perturb(Instance& inst, std::size_t t, std::size_t i) const;
 
   // The reference in double. For every out/inout tensor, `out` receives the exact result and
   // `magnitude` a per-element error scale: the same computation over absolute values (so

@@ -1,5 +1,7 @@
 #include "kforge/problem.hpp"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "kforge/error.hpp"
@@ -15,10 +17,22 @@ Sizes Problem::resolve_sizes(const Sizes& overrides) const {
       for (const auto& n : size_names()) names += (names.empty() ? "" : ",") + n;
       throw UsageError("problem " + name() + " has no size '" + k + "' (its sizes: " + names + ")");
     }
-    if (v < 1) throw UsageError("size " + k + "=" + std::to_string(v) + " must be at least 1");
     s[k] = v;
   }
+  check_sizes(s);
   return s;
+}
+
+void Problem::check_sizes(const Sizes& s) const {
+  for (const auto& [k, v] : s)
+    if (v < 1) throw UsageError("size " + k + "=" + std::to_string(v) + " must be at least 1");
+}
+
+void Problem::perturb(Instance& inst, std::size_t t, std::size_t i) const {
+  auto& v = inst.tensors[t];
+  std::vector<double> moved{v[i] + (v[i] >= 0 ? -1 : 1) * (2 + 2 * std::fabs(v[i]))};
+  round_to(inst.dtype, moved);
+  v[i] = moved[0];
 }
 
 Instance Problem::make_instance(const Sizes& s, DType t, Distribution dist, std::uint64_t seed,
@@ -35,6 +49,7 @@ Instance Problem::make_instance(const Sizes& s, DType t, Distribution dist, std:
     round_to(t, v);
     inst.tensors.push_back(std::move(v));
   }
+  condition_inputs(inst, seed, trial);
   return inst;
 }
 

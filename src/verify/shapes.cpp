@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include "kforge/error.hpp"
 #include "kforge/verify.hpp"
 
 namespace kforge {
@@ -35,14 +36,23 @@ std::vector<Sizes> fuzz_shapes(const Problem& p, const Sizes& requested,
   for (const auto& [name, v] : requested) pool.insert({std::max<std::int64_t>(v - 1, 1), v + 1});
   const std::vector<std::int64_t> values(pool.begin(), pool.end());
 
+  // Only sizes the problem accepts (check_sizes throws on the others).
+  const auto valid = [&](const Sizes& s) {
+    try {
+      p.check_sizes(s);
+      return true;
+    } catch (const UsageError&) {
+      return false;
+    }
+  };
   std::set<Sizes> seen{requested};
   Sizes ones;
   for (const auto& name : p.size_names()) ones[name] = 1;
-  if (seen.insert(ones).second) out.push_back(ones);
+  if (valid(ones) && seen.insert(ones).second) out.push_back(ones);
   // One less than requested in every size: where a tail after whole tiles begins.
   Sizes below;
   for (const auto& [name, v] : requested) below[name] = std::max<std::int64_t>(v - 1, 1);
-  if (static_cast<int>(out.size()) < count && work(below) <= kMaxWork && seen.insert(below).second)
+  if (static_cast<int>(out.size()) < count && work(below) <= kMaxWork && valid(below) && seen.insert(below).second)
     out.push_back(below);
   for (std::uint64_t draw = 0; static_cast<int>(out.size()) < count && draw < 64ull * count; ++draw) {
     Sizes s;
@@ -55,7 +65,7 @@ std::vector<Sizes> fuzz_shapes(const Problem& p, const Sizes& requested,
                                       [](const auto& a, const auto& b) { return a.second < b.second; });
       largest->second = std::max<std::int64_t>(1, (largest->second / 3) | 1);
     }
-    if (seen.insert(s).second) out.push_back(s);
+    if (valid(s) && seen.insert(s).second) out.push_back(s);
   }
   return out;
 }

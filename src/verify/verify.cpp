@@ -160,11 +160,8 @@ class Protocol {
     for (std::size_t t = 0; t < specs.size(); ++t) {
       Instance inst = instance(requested_, 0, d, o_.seed);
       if (specs[t].role == Role::out || (specs[t].role == Role::inout && !p_.reads_inout(inst))) continue;
-      auto& v = inst.tensors[t];
-      const std::size_t i = random_bits(o_.seed, 0x9e7 + t, 0) % v.size();
-      std::vector<double> moved{v[i] + (v[i] >= 0 ? -1 : 1) * (2 + 2 * std::fabs(v[i]))};
-      round_to(t_, moved);
-      v[i] = moved[0];
+      const std::size_t i = random_bits(o_.seed, 0x9e7 + t, 0) % inst.tensors[t].size();
+      p_.perturb(inst, t, i);
       const std::string what = fmt::format("{}[{}] changed", specs[t].name, i);
       if (!judge(inst, d, key(inst, d, o_.seed, 0, what), what, "perturbation").passed) return false;
       ++changed;
