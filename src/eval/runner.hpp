@@ -29,6 +29,9 @@ class KernelRunner {
   void set_geometry(const LaunchGeometry& g) { geometry_ = g; }
   // Out/inout tensors decoded, poison left unwritten, guard and input damage.
   [[nodiscard]] KernelOutput outputs();
+  // A hash of every tensor as it is now on the device, guard bands included: equal
+  // fingerprints, equal outputs() (cheap enough to take after every timed run).
+  [[nodiscard]] std::uint64_t fingerprint();
 
   static constexpr std::size_t kGuardBytes = 4096;  // each side; OpenCL sub-buffer alignment
   static constexpr unsigned char kGuardByte = 0xa5;

@@ -83,6 +83,9 @@ std::vector<WrongKernel> corpus() {
       {.file = "lazy_when_timed.cpp",
        .args = std::string(kCpu16) + " --size M=128,N=128,K=128 --bench",
        .checks = {"timed_outputs"}, .quick_passes = true},
+      {.file = "wrong_on_one_timed_run.cpp",
+       .args = std::string(kCpu16) + " --size M=128,N=128,K=128 --bench",
+       .checks = {"timed_outputs"}, .quick_passes = true},
       {.file = "replay_when_timed.cpp",
        .args = std::string(kCpu16) + " --size M=512,N=512,K=512 --bench",
        .checks = {"speed_of_light"}, .dispositions = {"suspect"}, .quick_passes = true},
@@ -172,13 +175,8 @@ std::vector<WrongKernel> near_misses() {
   return out;
 }
 
-// Known gap of the verifier, open in issue 3 (skipped, not hidden): a speed-of-light verdict
-// that depends on ceilings measured under load (replay_when_timed).
-bool known_gap(const std::string& file) { return file == "replay_when_timed.cpp"; }
-
 TEST_P(WrongKernels, RejectedByTheNamedCheck) {
   const WrongKernel& k = GetParam();
-  if (known_gap(k.file)) GTEST_SKIP() << k.file << ": a known verifier gap, open in issue 3";
   EvalRun r;
   for (int attempt = 1; attempt <= k.attempts; ++attempt) {
     r = eval(k, "--thorough");

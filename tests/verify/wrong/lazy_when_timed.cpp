@@ -3,7 +3,7 @@
 // what a verifier that loads fresh buffers for every check never does) it assumes "nothing
 // changed" and returns at once, leaving C as the caller set it.
 // Near miss: every verification run is computed, and right.
-// Caught by: `timed_outputs` (the last timed run's C is checked too), with --bench.
+// Caught by: `timed_outputs` (every timed run's outputs are checked), with --bench.
 //   build/kforge eval --problem gemm --lang cpp --source tests/verify/wrong/lazy_when_timed.cpp \
 //     --grid 'ceil_div(M,16)' --size M=128,N=128,K=128 --bench --json
 #include <atomic>
