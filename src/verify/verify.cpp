@@ -116,14 +116,26 @@ class Protocol {
                      " is degenerate and cannot judge a kernel: " + why + "; choose other sizes");
   }
 
+  // Two trials on different inputs with the very same reference: the output does not depend on
+  // the inputs, so a kernel that returns a stored answer would pass.
+  void refuse_if_input_independent(const Reference& first, const Reference& second, const Sizes& s) {
+    if (first.out != second.out) return;
+    throw UsageError("problem " + p_.name() + " at " + sizes_text(s) +
+                     " is degenerate and cannot judge a kernel: its reference output is the same for "
+                     "different inputs; choose other sizes");
+  }
+
   bool trials(const Sizes& s) {
     const int n = o_.trial_count();
     for (int trial = 0; trial < n; ++trial) {
       const Distribution d = o_.distributions[trial % o_.distributions.size()];
       const Instance inst = instance(s, trial, d, o_.seed);
-      Judged j = judge(inst, d, key(inst, d, o_.seed, trial, ""), fmt::format("trial {}", trial));
+      const std::string ref_key = key(inst, d, o_.seed, trial, "");
+      Judged j = judge(inst, d, ref_key, fmt::format("trial {}", trial));
       if (!j.passed) return false;
-      if (trial == 0) first_output_ = std::move(j.out.tensors);
+      const auto ref = reference_for(p_, inst, p_.name() + "|" + ref_key);  // cached by judge
+      if (trial == 0) first_output_ = std::move(j.out.tensors), first_reference_ = ref;
+      if (trial == 1) refuse_if_input_independent(*first_reference_, *ref, s);
     }
     add("poison", true, "every output element written, in every run");
     add("guard", true, fmt::format("no write in the {}-byte guard bands", 4096));
@@ -199,6 +211,7 @@ class Protocol {
   Sizes requested_;
   bool degenerate_checked_ = false;
   std::vector<std::vector<double>> first_output_;
+  std::shared_ptr<const Reference> first_reference_;  // trial 0's, for the input-independence test
 };
 
 }  // namespace

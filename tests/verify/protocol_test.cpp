@@ -117,7 +117,7 @@ TEST(Protocol, FuzzedShapesIncludeTileNeighboursAndStaySmall) {
 }
 
 // A problem whose reference ignores its inputs: nothing can be judged on it.
-class Constant final : public Problem {
+class Constant : public Problem {
  public:
   std::string name() const override { return "constant"; }
   std::string description() const override { return "y = 3"; }
@@ -138,6 +138,34 @@ class Constant final : public Problem {
   double bytes(const Sizes&, DType) const override { return 0; }
   std::vector<std::string> kernel_specs() const override { return {}; }
 };
+
+// Not constant, but still blind to its inputs: y[i] = i + 1 whatever x holds.
+class Ramp final : public Constant {
+ public:
+  void reference(const Instance& in, std::vector<std::vector<double>>& out,
+                 std::vector<std::vector<double>>& mag) const override {
+    out = {std::vector<double>(in.sizes.at("N"))};
+    for (std::size_t i = 0; i < out[0].size(); ++i) out[0][i] = static_cast<double>(i + 1);
+    mag = out;
+  }
+};
+
+TEST(Protocol, AReferenceBlindToItsInputsIsRefused) {
+  Ramp p;
+  const KernelCall call = [&](const Instance& in, bool) {
+    KernelOutput out;
+    std::vector<std::vector<double>> mag;
+    p.reference(in, out.tensors, mag);
+    out.unwritten = {std::vector<bool>(in.sizes.at("N"), false)};
+    return out;
+  };
+  try {
+    (void)verify(p, {{"N", 8}}, DType::fp32, call, VerifyOptions{});
+    FAIL() << "a reference that ignores its inputs must be refused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("same for different inputs"), std::string::npos) << e.what();
+  }
+}
 
 TEST(Protocol, ADegenerateInstanceIsRefusedBeforeAnyVerdict) {
   Constant p;
