@@ -4,13 +4,17 @@
 //     (bench/.venv/bin/python first: `python3 -m venv bench/.venv && bench/.venv/bin/pip
 //     install numpy`);
 //   - peak fp32 / fp64 FLOP/s against OpenBLAS's best sgemm / dgemm over several sizes, which
-//     must not exceed the measured peak.
+//     must not exceed the measured peak;
+//   - repeatability: the library's cpu gemm benched twice, one after the other: the two medians
+//     must agree within the reported spread (a rank test on the samples), and neither may
+//     report a SOL fraction above 1.
 // Each kforge figure is a ceiling: an independent program should reach it, not beat it by more
 // than noise. The table says so per row.
 #include <cblas.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -22,6 +26,8 @@
 #include <fmt/format.h>
 
 #include "kforge/backend.hpp"
+#include "kforge/evaluate.hpp"
+#include "kforge/problem.hpp"
 #include "kforge/measure.hpp"
 #include "kforge/subprocess.hpp"
 
@@ -95,6 +101,41 @@ double blas_best(const std::vector<int>& sizes) {
   return best;
 }
 
+// The library's cpu gemm at 512³, verified and timed with the default stopping rule.
+EvalResult bench_gemm(Backend& cpu) {
+  const auto problem = find_problem("gemm");
+  EvalRequest req;
+  req.problem = problem->name();
+  req.kernel = library_kernel(*problem, cpu.lang());
+  req.sizes = problem->resolve_sizes({{"M", 512}, {"N", 512}, {"K", 512}});
+  req.bench = true;
+  return evaluate(req, cpu);
+}
+
+// Two benches of the same kernel in one run should agree: the spread each reports must cover
+// the difference between them. Returns the number of failed checks.
+int repeatability(Backend& cpu) {
+  const EvalResult a = bench_gemm(cpu), b = bench_gemm(cpu);
+  if (!a.passed() || !b.passed() || !a.timing || !b.timing) {
+    fmt::print("repeatability: gemm 512³ did not pass ({})\n", a.passed() ? b.error : a.error);
+    return 1;
+  }
+  const SampleComparison c = compare_samples(a.timing->samples, b.timing->samples);
+  const double spread = std::max(a.timing->mad_s / a.timing->median_s, b.timing->mad_s / b.timing->median_s);
+  const double sol = std::max(a.roofline->sol_fraction, b.roofline->sol_fraction);
+  fmt::print("\nrepeatability, cpu gemm 512³ benched twice: medians {:.1f} and {:.1f} µs (MAD {:.1f}% / "
+             "{:.1f}%), ratio {:.3f}, rank test p = {:.3f}: {}; SOL fractions {:.2f} / {:.2f}\n",
+             a.timing->median_s * 1e6, b.timing->median_s * 1e6, 100 * a.timing->mad_s / a.timing->median_s,
+             100 * b.timing->mad_s / b.timing->median_s, c.ratio, c.test.p_value, c.verdict(),
+             a.roofline->sol_fraction, b.roofline->sol_fraction);
+  // The medians must agree within three robust spreads (or 5%), whatever the rank test says: a
+  // rank test on thousands of samples flags differences far smaller than anyone can trust.
+  const bool agree = std::fabs(c.ratio - 1) <= std::max(0.05, 3 * 1.4826 * spread);
+  fmt::print("  {}; {}\n", agree ? "ok: the medians agree within the spread" : "MEDIANS DISAGREE beyond the spread",
+             sol <= 1.05 ? "ok: SOL fraction at most 1" : "SOL FRACTION ABOVE 1: a ceiling is too low");
+  return (agree ? 0 : 1) + (sol <= 1.05 ? 0 : 1);
+}
+
 struct Row {
   std::string figure;
   double kforge, other;
@@ -147,6 +188,7 @@ int main(int argc, char** argv) {
     fmt::print("{:<28} {:>10.1f} {:>12.1f}  {:<22} {:>7.2f}  {}\n", r.figure, r.kforge * 1e-9,
                r.other * 1e-9, r.other_name, ratio, verdict);
   }
+  bad += repeatability(*cpu);
   if (np == 0) fmt::print("(numpy not found: pip install numpy into bench/.venv for the copy row)\n");
   fmt::print("Timings on a shared machine are noisy; rerun with --remeasure for fresh ceilings.\n");
   return bad ? 1 : 0;
