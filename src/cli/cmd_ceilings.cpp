@@ -52,9 +52,14 @@ void add_ceilings(CLI::App& app, int& code) {
   cmd->callback([o, &code] {
     nlohmann::json doc = nlohmann::json::array();
     std::vector<Ceilings> all;
+    bool unavailable = false;
     for (const auto& name : backend_list(o->backends)) {
       auto b = make_backend(name, {.threads = o->threads});
-      if (!b->can_run()) continue;
+      if (!b->can_run()) {  // named explicitly (`all` lists only backends that run here)
+        fmt::print(stderr, "kforge ceilings: backend {} cannot run here: {}\n", name, b->device());
+        unavailable = true;
+        continue;
+      }
       const auto progress = [&](const std::string& what) {
         if (isatty(2)) fmt::print(stderr, "\r\033[Kceilings {}: {}", name, what);
       };
@@ -62,7 +67,7 @@ void add_ceilings(CLI::App& app, int& code) {
       if (isatty(2)) fmt::print(stderr, "\r\033[K");
       doc.push_back(all.back().to_json());
     }
-    code = kExitPassed;
+    code = unavailable ? kExitFailedGate : kExitPassed;
     if (o->json) {
       fmt::print("{}\n", doc.dump(2));
       return;

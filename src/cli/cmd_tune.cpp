@@ -37,8 +37,9 @@ void add_tune(CLI::App& app, int& code) {
     std::vector<EvalResult> winners;
     for (const auto& name : backend_list(o->backends)) {
       auto backend = make_backend(name, {.threads = o->threads});
-      EvalRequest base = make_request(*o, *problem, restrict_space(library_kernel(*problem, backend->lang()),
-                                                                   o->extra.restrict_values), name);
+      // --params fixes those parameters: the same as --restrict NAME=V.
+      const std::string only = o->extra.restrict_values + (o->extra.restrict_values.empty() || o->params.empty() ? "" : ",") + o->params;
+      EvalRequest base = make_request(*o, *problem, restrict_space(library_kernel(*problem, backend->lang()), only), name);
       TuneOptions to{o->strategy, o->budget, o->tune_seed, o->extra.time_limit_s, strategy_options(o->extra)};
       const auto recorder = o->store.recorder(*backend);  // the results store: record, resume
       if (recorder) recorder->attach(to);
@@ -76,7 +77,8 @@ void add_tune(CLI::App& app, int& code) {
       if (recorder && !o->json) fmt::print("{}\n", recorder->summary());
       doc.push_back(entry);
     }
-    code = winners.empty() ? kExitFailedGate : exit_code(winners);
+    // A backend without a winner fails the command, even when another backend has one.
+    code = winners.empty() || winners.size() < doc.size() ? kExitFailedGate : exit_code(winners);
     if (o->json) { fmt::print("{}\n", doc.dump(2)); return; }
     fmt::print("{:<7} {:<22} {:<44} {:>10} {:>9} {:>6} {:>10}\n", "backend", "sizes", "best parameters",
                "time ms", "GFLOP/s", "SOL%", "vs " + problem->baseline_name());

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "kforge/evaluate.hpp"
 
 namespace kforge {
@@ -51,8 +53,8 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
   r.params = req.kernel.resolve(req.params);
   if (p.timed_out) {
     r.disposition = Disposition::timeout;
-    r.error = "the evaluation ran past its " + std::to_string(limits.timeout_s) +
-              " s limit and was killed (an endless loop or a kernel far too slow)";
+    r.error = fmt::format("the evaluation ran past its {:g} s", limits.timeout_s) +
+              " limit and was killed (an endless loop or a kernel far too slow)";
   } else {
     r.disposition = Disposition::crashed;
     r.error = unreadable.empty() ? "the worker running the kernel " + p.describe()
