@@ -11,6 +11,9 @@
 #include <sstream>
 #include <string>
 
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
 namespace kforge::test {
 
 // Compiled kernels are cached by content; tests use their own folder unless told otherwise.
@@ -63,6 +66,16 @@ inline CommandResult run_command(const std::string& cmd) {
 // The kforge binary with arguments.
 inline CommandResult kforge_cli(const std::string& args) {
   return run_command(std::string("'") + KFORGE_CLI_PATH + "' " + args);
+}
+
+// `r`'s stdout as JSON; a test failure that shows what was printed when it is not JSON.
+inline nlohmann::json parse_or_fail(const CommandResult& r) {
+  try {
+    return nlohmann::json::parse(r.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not JSON (" << e.what() << "):\n" << r.out << "\nstderr:\n" << r.err;
+    return nlohmann::json::object();
+  }
 }
 
 }  // namespace kforge::test

@@ -10,18 +10,10 @@ namespace kforge {
 namespace {
 
 using test::kforge_cli;
+using test::parse_or_fail;
 using nlohmann::json;
 
 const std::string kSmall = "--size M=37,N=29,K=41 --threads 2";
-
-json parse_or_fail(const test::CommandResult& r) {
-  try {
-    return json::parse(r.out);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not JSON (" << e.what() << "):\n" << r.out << "\nstderr:\n" << r.err;
-    return json::object();
-  }
-}
 
 TEST(Cli, ListJsonNamesGemmItsKernelsAndTheCpuBackend) {
   const auto r = kforge_cli("list --json");

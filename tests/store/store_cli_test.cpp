@@ -16,17 +16,9 @@ namespace {
 
 using nlohmann::json;
 using test::kforge_cli;
+using test::parse_or_fail;
 
 const std::string kInstance = "gemm --backend cpu --size M=40,N=24,K=16 --threads 2";
-
-json parse_or_fail(const test::CommandResult& r) {
-  try {
-    return json::parse(r.out);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not JSON (" << e.what() << "):\n" << r.out << "\nstderr:\n" << r.err;
-    return json::object();
-  }
-}
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
