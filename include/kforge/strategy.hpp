@@ -25,7 +25,7 @@ struct StrategyOptions {
   // most values).
   std::vector<std::string> descriptors;
   // Bayesian optimization: ei, pi, lcb, or portfolio (a bandit over the three).
-  std::string acquisition = "portfolio";
+  std::string acquisition = "ei";
 };
 
 struct Observation {

@@ -13,7 +13,7 @@ struct TuneExtras {
   std::string record;             // write the evaluations as a Kernel Tuner cache file
   std::string restrict_values;    // "NAME=V1|V2,..." keeps only these values
   std::string descriptors;        // MAP-Elites: "P1,P2"
-  std::string acquisition = "portfolio";
+  std::string acquisition = "ei";
   double time_limit_s = 0;
   double target_pct = -1;         // replay: stop within this % of the recorded optimum
   int repeat = 1;                 // replay: seeds seed..seed+repeat-1, summarized

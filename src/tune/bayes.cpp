@@ -1,7 +1,11 @@
 // Bayesian optimization: a Gaussian process (Matérn 5/2, ARD) over the normalized parameter
 // indices models log(objective); the next configuration maximizes an acquisition over a
-// candidate set (every untried configuration when there are few, else a random sample plus the
-// neighbours of the best observations).
+// candidate set: every untried configuration when there are few; else, in turn, a global set (a
+// random sample plus the neighbours of the best observations) and a local one (the untried
+// neighbours of the best observation only, a trust region of radius one). The local steps are
+// what a good annealer does well, climbing the landscape's slopes, but chosen by the model; on
+// recorded GPU spaces they cut the evaluations to reach 5% of the optimum by 2-4x
+// (bench/strategies_results.md).
 //
 // Acquisitions: expected improvement (EI), probability of improvement (PI) and lower
 // confidence bound (LCB). Their exploration factor follows the observed spread: lambda, the
@@ -180,6 +184,15 @@ class Bayes final : public Strategy {
     }
   }
 
+  // The observations that worked, best first.
+  std::vector<const Observation*> ranked_observations() const {
+    std::vector<const Observation*> good;
+    for (const Observation& o : history())
+      if (o.objective) good.push_back(&o);
+    std::sort(good.begin(), good.end(), [](auto* a, auto* b) { return *a->objective < *b->objective; });
+    return good;
+  }
+
   std::vector<Config> candidates() {
     std::vector<Config> out;
     const std::uint64_t left = space_.size() - tried_count();
@@ -191,15 +204,19 @@ class Bayes final : public Strategy {
       return out;
     }
     std::set<Config> seen;
+    if (model_steps_ % 2 == 1) {  // a local step: the best observation's untried neighbours
+      for (const Observation* g : ranked_observations()) {
+        for (Config& c : space_.neighbours(g->config, Neighbourhood::hamming))
+          if (!tried(c) && seen.insert(c).second) out.push_back(std::move(c));
+        if (!out.empty()) return out;  // all tried: the next best one's
+      }
+    }
     for (int i = 0; i < kSample * 3 && static_cast<int>(out.size()) < kSample; ++i) {
       auto c = random_untried();
       if (c && seen.insert(*c).second) out.push_back(std::move(*c));
     }
     // Neighbours of the best few observations.
-    std::vector<const Observation*> good;
-    for (const Observation& o : history())
-      if (o.objective) good.push_back(&o);
-    std::sort(good.begin(), good.end(), [](auto* a, auto* b) { return *a->objective < *b->objective; });
+    const std::vector<const Observation*> good = ranked_observations();
     for (std::size_t i = 0; i < std::min<std::size_t>(5, good.size()); ++i)
       for (Config& c : space_.neighbours(good[i]->config, Neighbourhood::hamming))
         if (!tried(c) && seen.insert(c).second) out.push_back(std::move(c));
