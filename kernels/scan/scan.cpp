@@ -1,0 +1,295 @@
+// scan for the cpu backend: every problem of kernels/scan/ is one linear recurrence, applied
+// step by step in scan order (forward: t = 0..time-1; reverse: t = time-1..0),
+//     x = a_t * x + c_t,
+// whose coefficients (a_t, c_t) each estimator forms from its own inputs (a struct per problem
+// below). Composing steps is associative: (a2, c2) after (a1, c1) = (a2*a1, a2*c1 + c2), so a
+// run of steps collapses into one affine map and runs can be evaluated in parallel.
+//
+// Parallel across batch AND time. Block (bx, by) owns sequences [by*LANES, +LANES) and the bx-th
+// CHUNK of steps in scan order; each chunk is split into SUB sub-chunks. Three phases:
+//   1. reduce:  each sub-chunk of each sequence composes its steps into one map (A, X);
+//               LANES*SUB independent chains keep the FMA pipes busy (a single chain waits on
+//               its own latency every step)
+//   2. carry:   the value entering the chunk comes from the previous chunk's block (a chained
+//               scan across blocks, below); the sub-chunk maps turn it into each sub-chunk's
+//               entering value, and the chunk's leaving value is published for the next block
+//   3. re-scan: each sub-chunk runs its steps again from its entering value and writes x (its
+//               inputs are still in L1/L2 from phase 1)
+// With one chunk per sequence (CHUNK >= time) and SUB = 1 a block does phase 3 only: one pass.
+//
+// Parameters (all #defines):
+//   CHUNK  steps of one sequence per block (>= time: no parallelism along time)
+//   LANES  sequences per block (independent chains; more lanes, fewer blocks)
+//   SUB    sub-chunks per chunk (independent chains along time, for batch 1)
+#include <sched.h>
+
+#include <atomic>
+
+typedef float T;
+
+// ---- the chain across blocks -------------------------------------------------------------------
+// The pool hands out blocks in increasing linear index, and chunk bx of a row waits only for
+// chunk bx-1 (linear index one less), which was handed out before it and never waits for a later
+// block: no deadlock with any number of threads. A launch's slots are told apart from older ones
+// by an epoch that the last block of each launch advances.
+namespace chain {
+
+struct Slot {
+  std::atomic<unsigned> tag;  // the epoch of the launch that wrote carry
+  float carry[LANES];
+};
+static std::atomic<long long> started{0}, finished{0};
+static std::atomic<unsigned> epoch{1}, ready{0};
+static Slot* slots = nullptr;
+static long long capacity = 0;
+
+template <class Cond>
+static void wait_until(Cond cond) {
+  for (int spins = 0; !cond(); ++spins) {
+    if (spins < 256) __builtin_ia32_pause();
+    else sched_yield();  // the machine may have fewer cores than the pool has threads
+  }
+}
+
+// Called first by every block of a chained launch of `blocks` blocks: the launch's epoch, once
+// the slot table is large enough.
+static unsigned begin(long long blocks) {
+  const unsigned ep = epoch.load(std::memory_order_acquire);
+  if (started.fetch_add(1, std::memory_order_acq_rel) == 0) {
+    if (capacity < blocks) {
+      delete[] slots;
+      slots = new Slot[blocks]();
+      capacity = blocks;
+    }
+    ready.store(ep, std::memory_order_release);
+  } else {
+    wait_until([&] { return ready.load(std::memory_order_acquire) == ep; });
+  }
+  return ep;
+}
+
+static void publish(long long slot, unsigned ep, const float* carry) {
+  for (int l = 0; l < LANES; ++l) slots[slot].carry[l] = carry[l];
+  slots[slot].tag.store(ep, std::memory_order_release);
+}
+
+static void receive(long long slot, unsigned ep, float* carry) {
+  wait_until([&] { return slots[slot].tag.load(std::memory_order_acquire) == ep; });
+  for (int l = 0; l < LANES; ++l) carry[l] = slots[slot].carry[l];
+}
+
+static void end(long long blocks) {
+  if (finished.fetch_add(1, std::memory_order_acq_rel) + 1 == blocks) {
+    started.store(0);
+    finished.store(0);
+    epoch.fetch_add(1, std::memory_order_release);
+  }
+}
+
+}  // namespace chain
+
+// ---- the engine ---------------------------------------------------------------------------------
+// E provides init(s) (the value entering sequence s), step(i, s, t, a, c) (the coefficients of
+// element i = s*time + t) and put(i, x).
+template <bool REVERSE, class E>
+static void scan_block(const kf_ctx& ctx, const E& e, int batch, int time) {
+  const long long nchunks = ctx.grid_dim.x, blocks = nchunks * ctx.grid_dim.y;
+  const int k = (int)ctx.block_idx.x;
+  const long long linear = ctx.block_idx.y * nchunks + k;
+  const int s0 = (int)ctx.block_idx.y * LANES, lanes = batch - s0 < LANES ? batch - s0 : LANES;
+  const int c0 = k * CHUNK, c1 = time - c0 < CHUNK ? time : c0 + CHUNK;  // steps, scan order
+  int lo[SUB], hi[SUB];  // sub-chunk j: steps [lo[j], hi[j]), lengths differ by at most one
+  for (int j = 0; j < SUB; ++j) {
+    lo[j] = c0 + (int)((long long)(c1 - c0) * j / SUB);
+    hi[j] = c0 + (int)((long long)(c1 - c0) * (j + 1) / SUB);
+  }
+  const int longest = (c1 - c0 + SUB - 1) / SUB;
+  auto t_of = [&](int step) { return REVERSE ? time - 1 - step : step; };
+
+  float x[SUB][LANES];  // the value entering each sub-chunk, then the running value
+  const bool chained = nchunks > 1;
+  const unsigned ep = chained ? chain::begin(blocks) : 0;
+  if (!chained && SUB == 1) {
+    for (int l = 0; l < lanes; ++l) x[0][l] = e.init(s0 + l);
+  } else {
+    float A[SUB][LANES], X[SUB][LANES];  // phase 1: each sub-chunk as one map x -> A*x + X
+    for (int j = 0; j < SUB; ++j)
+      for (int l = 0; l < LANES; ++l) A[j][l] = 1.0f, X[j][l] = 0.0f;
+    for (int n = 0; n < longest; ++n)
+      for (int j = 0; j < SUB; ++j) {
+        const int st = lo[j] + n;
+        if (st >= hi[j]) continue;
+        const int t = t_of(st);
+        for (int l = 0; l < LANES; ++l) {  // a constant trip count keeps the chains in registers
+          if (l >= lanes) break;
+          float a, c;
+          e.step((long long)(s0 + l) * time + t, s0 + l, t, a, c);
+          A[j][l] *= a;
+          X[j][l] = a * X[j][l] + c;
+        }
+      }
+    float in[LANES];  // phase 2: the value entering the chunk, then each sub-chunk
+    if (k == 0) {
+      for (int l = 0; l < lanes; ++l) in[l] = e.init(s0 + l);
+    } else {
+      chain::receive(linear - 1, ep, in);
+    }
+    for (int j = 0; j < SUB; ++j)
+      for (int l = 0; l < lanes; ++l) {
+        x[j][l] = in[l];
+        in[l] = A[j][l] * in[l] + X[j][l];
+      }
+    if (chained) chain::publish(linear, ep, in);
+  }
+  for (int n = 0; n < longest; ++n)  // phase 3: the steps again, from the entering values
+    for (int j = 0; j < SUB; ++j) {
+      const int st = lo[j] + n;
+      if (st >= hi[j]) continue;
+      const int t = t_of(st);
+      for (int l = 0; l < LANES; ++l) {
+        if (l >= lanes) break;
+        const long long i = (long long)(s0 + l) * time + t;
+        float a, c;
+        e.step(i, s0 + l, t, a, c);
+        x[j][l] = a * x[j][l] + c;
+        e.put(i, x[j][l]);
+      }
+    }
+  if (chained) chain::end(blocks);
+}
+
+// ---- the problems' coefficients ----------------------------------------------------------------
+// V[t+1] of step t, with V[time] = boot.
+#define NEXT_V(v, boot, i, s, t, time) ((t) + 1 < (time) ? (v)[(i) + 1] : (boot)[s])
+
+struct Linear {  // x[t] = a[t]*x[t-1 or t+1] + b[t], entering value 0
+  const T *a, *b;
+  T* x;
+  float init(int) const { return 0.0f; }
+  void step(long long i, int, int, float& ai, float& ci) const { ai = a[i], ci = b[i]; }
+  void put(long long i, float v) const { x[i] = v; }
+};
+
+struct DiscountedReturn {  // G[t] = r[t] + gamma*(1-done[t])*G[t+1], G[time] = boot
+  const T *r, *done, *boot;
+  T* ret;
+  float gamma;
+  float init(int s) const { return boot[s]; }
+  void step(long long i, int, int, float& a, float& c) const {
+    a = gamma * (1.0f - done[i]), c = r[i];
+  }
+  void put(long long i, float v) const { ret[i] = v; }
+};
+
+struct Gae {  // A[t] = delta[t] + gamma*lambda*(1-done[t])*A[t+1], A[time] = 0
+  const T *r, *v, *done, *boot;
+  T* adv;
+  float gamma, lambda;
+  float init(int) const { return 0.0f; }
+  void step(long long i, int s, int t, float& a, float& c) const {
+    const float g = gamma * (1.0f - done[i]);
+    c = r[i] + g * NEXT_V(v, boot, i, s, t, time) - v[i];
+    a = g * lambda;
+  }
+  void put(long long i, float x) const { adv[i] = x; }
+  int time;
+};
+
+struct TdLambda {  // G[t] = r[t] + gamma*(1-done[t])*((1-lambda)*V[t+1] + lambda*G[t+1])
+  const T *r, *v, *done, *boot;
+  T* ret;
+  float gamma, lambda;
+  float init(int s) const { return boot[s]; }
+  void step(long long i, int s, int t, float& a, float& c) const {
+    const float g = gamma * (1.0f - done[i]);
+    c = r[i] + g * (1.0f - lambda) * NEXT_V(v, boot, i, s, t, time);
+    a = g * lambda;
+  }
+  void put(long long i, float x) const { ret[i] = x; }
+  int time;
+};
+
+struct VTrace {  // x = vs - V: x[t] = rho*(r + g*V[t+1] - V[t]) + g*c*x[t+1], g = gamma*(1-done)
+  const T *r, *v, *done, *boot, *ratio;
+  T* vs;
+  float gamma, lambda, rho_bar, c_bar;
+  int time;
+  float init(int) const { return 0.0f; }
+  void step(long long i, int s, int t, float& a, float& c) const {
+    const float g = gamma * (1.0f - done[i]), w = ratio[i];
+    c = (w < rho_bar ? w : rho_bar) * (r[i] + g * NEXT_V(v, boot, i, s, t, time) - v[i]);
+    a = g * lambda * (w < c_bar ? w : c_bar);
+  }
+  void put(long long i, float x) const { vs[i] = v[i] + x; }
+};
+
+// Retrace (TB = false, trace lambda*min(1, ratio)) and TB(lambda) (TB = true, trace lambda*pi):
+// Q'[t] = r + g*(EQ[t+1] - c[t+1]*Q[t+1]) + g*c[t+1]*Q'[t+1]; the last step: r + g*boot.
+template <bool TB>
+struct OffPolicyQ {
+  const T *r, *q, *eq, *done, *boot, *w;
+  T* qret;
+  float gamma, lambda;
+  int time;
+  float init(int) const { return 0.0f; }
+  void step(long long i, int s, int t, float& a, float& c) const {
+    const float g = gamma * (1.0f - done[i]);
+    if (t + 1 < time) {
+      const float trace = lambda * (TB ? w[i + 1] : (w[i + 1] < 1.0f ? w[i + 1] : 1.0f));
+      a = g * trace;
+      c = r[i] + g * (eq[i + 1] - trace * q[i + 1]);
+    } else {
+      a = 0.0f;
+      c = r[i] + g * boot[s];
+    }
+  }
+  void put(long long i, float x) const { qret[i] = x; }
+};
+
+// ---- entry points: the problem's ABI (tensors, sizes, scalars) ---------------------------------
+static void linear(const kf_ctx& c, const T* a, const T* b, T* x, int batch, int time) {
+  scan_block<false>(c, Linear{a, b, x}, batch, time);
+}
+static void linear_rev(const kf_ctx& c, const T* a, const T* b, T* x, int batch, int time) {
+  scan_block<true>(c, Linear{a, b, x}, batch, time);
+}
+static void discounted_return(const kf_ctx& c, const T* r, const T* done, const T* boot, T* ret,
+                              int batch, int time, float gamma) {
+  scan_block<true>(c, DiscountedReturn{r, done, boot, ret, gamma}, batch, time);
+}
+static void gae(const kf_ctx& c, const T* r, const T* v, const T* done, const T* boot, T* adv,
+                int batch, int time, float gamma, float lambda) {
+  scan_block<true>(c, Gae{r, v, done, boot, adv, gamma, lambda, time}, batch, time);
+}
+static void td_lambda(const kf_ctx& c, const T* r, const T* v, const T* done, const T* boot,
+                      T* ret, int batch, int time, float gamma, float lambda) {
+  scan_block<true>(c, TdLambda{r, v, done, boot, ret, gamma, lambda, time}, batch, time);
+}
+
+static void vtrace(const kf_ctx& c, const T* r, const T* v, const T* done, const T* boot,
+                   const T* ratio, T* vs, int batch, int time, float gamma, float lambda,
+                   float rho_bar, float c_bar) {
+  scan_block<true>(c, VTrace{r, v, done, boot, ratio, vs, gamma, lambda, rho_bar, c_bar, time},
+                   batch, time);
+}
+static void retrace(const kf_ctx& c, const T* r, const T* q, const T* eq, const T* done,
+                    const T* boot, const T* ratio, T* qret, int batch, int time, float gamma,
+                    float lambda) {
+  scan_block<true>(c, OffPolicyQ<false>{r, q, eq, done, boot, ratio, qret, gamma, lambda, time},
+                   batch, time);
+}
+static void tree_backup(const kf_ctx& c, const T* r, const T* q, const T* eq, const T* done,
+                        const T* boot, const T* pi, T* qret, int batch, int time, float gamma,
+                        float lambda) {
+  scan_block<true>(c, OffPolicyQ<true>{r, q, eq, done, boot, pi, qret, gamma, lambda, time},
+                   batch, time);
+}
+
+KF_KERNEL(scan_linear, linear)
+KF_KERNEL(scan_linear_rev, linear_rev)
+KF_KERNEL(scan_discounted_return, discounted_return)
+KF_KERNEL(scan_gae, gae)
+KF_KERNEL(scan_td_lambda, td_lambda)
+KF_KERNEL(scan_vtrace, vtrace)
+KF_KERNEL(scan_retrace, retrace)
+KF_KERNEL(scan_tree_backup, tree_backup)
