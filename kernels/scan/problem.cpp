@@ -142,13 +142,15 @@ class ScanProblem : public Problem {
     auto scalars = std::make_shared<std::map<std::string, float>>();
     for (const auto& [k, v] : in.scalars) (*scalars)[k] = static_cast<float>(v);
     const std::int64_t B = in.sizes.at("batch"), T = in.sizes.at("time");
-    const int n = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
+    const int all = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
+    const int n = static_cast<int>(std::min<std::int64_t>(all, B));  // no idle threads to start
     return [this, data, scalars, B, T, n] {
+      auto share = [&](int w) {
+        for (std::int64_t b = w; b < B; b += n) loop_f32(*data, *scalars, b, T);
+      };
       std::vector<std::thread> pool;
-      for (int w = 0; w < n; ++w)
-        pool.emplace_back([&, w] {
-          for (std::int64_t b = w; b < B; b += n) loop_f32(*data, *scalars, b, T);
-        });
+      for (int w = 1; w < n; ++w) pool.emplace_back(share, w);
+      share(0);
       for (auto& th : pool) th.join();
     };
   }

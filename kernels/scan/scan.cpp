@@ -90,71 +90,76 @@ static void end(long long blocks) {
 
 // ---- the engine ---------------------------------------------------------------------------------
 // E provides init(s) (the value entering sequence s), step(i, s, t, a, c) (the coefficients of
-// element i = s*time + t) and put(i, x).
+// element i = s*time + t) and put(i, x). Loops over lanes and sub-chunks have constant trip
+// counts so that the chains live in registers: in the last row of blocks, lanes past the batch
+// repeat its last sequence (the same values written twice by one thread, harmless).
 template <bool REVERSE, class E>
 static void scan_block(const kf_ctx& ctx, const E& e, int batch, int time) {
   const long long nchunks = ctx.grid_dim.x, blocks = nchunks * ctx.grid_dim.y;
   const int k = (int)ctx.block_idx.x;
   const long long linear = ctx.block_idx.y * nchunks + k;
-  const int s0 = (int)ctx.block_idx.y * LANES, lanes = batch - s0 < LANES ? batch - s0 : LANES;
-  const int c0 = k * CHUNK, c1 = time - c0 < CHUNK ? time : c0 + CHUNK;  // steps, scan order
-  int lo[SUB], hi[SUB];  // sub-chunk j: steps [lo[j], hi[j]), lengths differ by at most one
-  for (int j = 0; j < SUB; ++j) {
-    lo[j] = c0 + (int)((long long)(c1 - c0) * j / SUB);
-    hi[j] = c0 + (int)((long long)(c1 - c0) * (j + 1) / SUB);
+  int seq[LANES];
+  long long base[LANES];
+  for (int l = 0; l < LANES; ++l) {
+    const int s = (int)ctx.block_idx.y * LANES + l;
+    seq[l] = s < batch ? s : batch - 1;
+    base[l] = (long long)seq[l] * time;
   }
-  const int longest = (c1 - c0 + SUB - 1) / SUB;
+  // Steps [c0, c1) in scan order; sub-chunk j starts at lo[j]; the first `extra` sub-chunks
+  // have `len + 1` steps, the others `len`.
+  const int c0 = k * CHUNK, c1 = time - c0 < CHUNK ? time : c0 + CHUNK;
+  const int len = (c1 - c0) / SUB, extra = (c1 - c0) % SUB;
+  int lo[SUB];
+  for (int j = 0; j < SUB; ++j) lo[j] = c0 + j * len + (j < extra ? j : extra);
   auto t_of = [&](int step) { return REVERSE ? time - 1 - step : step; };
 
   float x[SUB][LANES];  // the value entering each sub-chunk, then the running value
+  // Phase 3 for step `st` of sub-chunk j.
+  auto rescan = [&](int j, int st) __attribute__((always_inline)) {
+    const int t = t_of(st);
+    for (int l = 0; l < LANES; ++l) {
+      float a, c;
+      e.step(base[l] + t, seq[l], t, a, c);
+      x[j][l] = a * x[j][l] + c;
+      e.put(base[l] + t, x[j][l]);
+    }
+  };
   const bool chained = nchunks > 1;
   const unsigned ep = chained ? chain::begin(blocks) : 0;
   if (!chained && SUB == 1) {
-    for (int l = 0; l < lanes; ++l) x[0][l] = e.init(s0 + l);
+    for (int l = 0; l < LANES; ++l) x[0][l] = e.init(seq[l]);
   } else {
     float A[SUB][LANES], X[SUB][LANES];  // phase 1: each sub-chunk as one map x -> A*x + X
     for (int j = 0; j < SUB; ++j)
       for (int l = 0; l < LANES; ++l) A[j][l] = 1.0f, X[j][l] = 0.0f;
-    for (int n = 0; n < longest; ++n)
-      for (int j = 0; j < SUB; ++j) {
-        const int st = lo[j] + n;
-        if (st >= hi[j]) continue;
-        const int t = t_of(st);
-        for (int l = 0; l < LANES; ++l) {  // a constant trip count keeps the chains in registers
-          if (l >= lanes) break;
-          float a, c;
-          e.step((long long)(s0 + l) * time + t, s0 + l, t, a, c);
-          A[j][l] *= a;
-          X[j][l] = a * X[j][l] + c;
-        }
+    auto reduce = [&](int j, int st) __attribute__((always_inline)) {
+      const int t = t_of(st);
+      for (int l = 0; l < LANES; ++l) {
+        float a, c;
+        e.step(base[l] + t, seq[l], t, a, c);
+        A[j][l] *= a;
+        X[j][l] = a * X[j][l] + c;
       }
+    };
+    for (int n = 0; n < len; ++n)
+      for (int j = 0; j < SUB; ++j) reduce(j, lo[j] + n);
+    for (int j = 0; j < extra; ++j) reduce(j, lo[j] + len);
     float in[LANES];  // phase 2: the value entering the chunk, then each sub-chunk
     if (k == 0) {
-      for (int l = 0; l < lanes; ++l) in[l] = e.init(s0 + l);
+      for (int l = 0; l < LANES; ++l) in[l] = e.init(seq[l]);
     } else {
       chain::receive(linear - 1, ep, in);
     }
     for (int j = 0; j < SUB; ++j)
-      for (int l = 0; l < lanes; ++l) {
+      for (int l = 0; l < LANES; ++l) {
         x[j][l] = in[l];
         in[l] = A[j][l] * in[l] + X[j][l];
       }
     if (chained) chain::publish(linear, ep, in);
   }
-  for (int n = 0; n < longest; ++n)  // phase 3: the steps again, from the entering values
-    for (int j = 0; j < SUB; ++j) {
-      const int st = lo[j] + n;
-      if (st >= hi[j]) continue;
-      const int t = t_of(st);
-      for (int l = 0; l < LANES; ++l) {
-        if (l >= lanes) break;
-        const long long i = (long long)(s0 + l) * time + t;
-        float a, c;
-        e.step(i, s0 + l, t, a, c);
-        x[j][l] = a * x[j][l] + c;
-        e.put(i, x[j][l]);
-      }
-    }
+  for (int n = 0; n < len; ++n)  // phase 3: the steps again, from the entering values
+    for (int j = 0; j < SUB; ++j) rescan(j, lo[j] + n);
+  for (int j = 0; j < extra; ++j) rescan(j, lo[j] + len);
   if (chained) chain::end(blocks);
 }
 
