@@ -164,8 +164,14 @@ static void scan_block(const kf_ctx& ctx, const E& e, int batch, int time) {
 }
 
 // ---- the problems' coefficients ----------------------------------------------------------------
-// V[t+1] of step t, with V[time] = boot.
-#define NEXT_V(v, boot, i, s, t, time) ((t) + 1 < (time) ? (v)[(i) + 1] : (boot)[s])
+// V[t+1] of step t, with V[time] = boot. Both loads are always in bounds, so the choice is a
+// select, not a branch in every chain of the unrolled loops.
+static inline float next_v(const T* v, const T* boot, long long i, int s, int t, int time) {
+  const bool last = t + 1 >= time;
+  const float inside = v[last ? i : i + 1], at_end = boot[s];
+  return last ? at_end : inside;
+}
+#define NEXT_V(v, boot, i, s, t, time) next_v(v, boot, i, s, t, time)
 
 struct Linear {  // x[t] = a[t]*x[t-1 or t+1] + b[t], entering value 0
   const T *a, *b;
