@@ -17,6 +17,7 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_scan_problem("scan.vtrace"),
       make_scan_problem("scan.retrace"),
       make_scan_problem("scan.tree_backup"),
+      make_scan_problem("scan.nstep"),
   };
   return all;
 }

@@ -435,6 +435,90 @@ class OffPolicyQ final : public ScanProblem {
   bool tree_backup_;
 };
 
+// ---- n-step return: G[t] = Σ_{k<h} γ^k·Π(1-done)·r[t+k] + γ^h·Π(1-done)·V[t+h], h = min(n, time-t) --
+// A sum over a sliding window, not a first-order recurrence (see README.md): its kernels read
+// each window directly. V[time] = boot. Size n is the lookahead.
+class NStep final : public ScanProblem {
+ public:
+  NStep()
+      : ScanProblem("scan.nstep",
+                    "n-step return G[t] = sum_{k<h} gamma^k*prod(1-done)*r[t+k] + gamma^h*prod(1-done)*V[t+h], "
+                    "h = min(n, time-t), V[time] = boot",
+                    {{"r", Kind::data}, {"v", Kind::data}, {"done", Kind::flag}, {"boot", Kind::boot},
+                     {"ret", Kind::out}},
+                    {"gamma"}, 0) {}
+  std::vector<std::string> size_names() const override { return {"batch", "time", "n"}; }
+  Sizes default_sizes() const override { return {{"batch", 256}, {"time", 1024}, {"n", 5}}; }
+  void check_sizes(const Sizes& s) const override {
+    ScanProblem::check_sizes(s);
+    if (s.at("n") < 1 || s.at("n") > (1 << 20))
+      throw UsageError("size n=" + std::to_string(s.at("n")) + " (the lookahead) must be in [1, 2^20]");
+  }
+  double reduction_length(const Sizes& s) const override {
+    return 2.0 * static_cast<double>(std::min(s.at("n"), s.at("time"))) + 8;
+  }
+  double flops(const Sizes& s) const override {
+    return 4.0 * static_cast<double>(s.at("batch")) * s.at("time") * std::min(s.at("n"), s.at("time"));
+  }
+  void reference(const Instance& in, std::vector<std::vector<double>>& out,
+                 std::vector<std::vector<double>>& mag) const override {
+    const std::int64_t T = in.sizes.at("time"), n = in.sizes.at("n");
+    const double gamma = checked_scalar(in, "gamma");
+    const auto &r = in.tensors[0], &v = in.tensors[1], &done = in.tensors[2], &boot = in.tensors[3];
+    out = zeros(in), mag = zeros(in);
+    each_sequence(in, [&](std::int64_t s) {
+      for (std::int64_t t = 0; t < T; ++t) {
+        const std::int64_t h = std::min(n, T - t);
+        double g = 0, m = 0, discount = 1;
+        for (std::int64_t k = 0; k < h; ++k) {
+          g += discount * r[s * T + t + k];
+          m += discount * std::fabs(r[s * T + t + k]);
+          discount *= gamma * (1 - done[s * T + t + k]);
+        }
+        const double v_end = t + h < T ? v[s * T + t + h] : boot[s];
+        out[0][s * T + t] = g + discount * v_end;
+        mag[0][s * T + t] = m + discount * std::fabs(v_end);
+      }
+    });
+  }
+
+ protected:
+  void loop_f32(std::vector<std::vector<float>>&, const std::map<std::string, float>&,
+                std::int64_t, std::int64_t) const override {}
+
+ public:
+  // The peer needs n, so it is its own loop over the windows, in float.
+  std::function<void()> baseline(const Instance& in, int threads) const override {
+    auto t = std::make_shared<std::vector<std::vector<float>>>();
+    for (const auto& x : in.tensors) t->emplace_back(x.begin(), x.end());
+    const std::int64_t B = in.sizes.at("batch"), T = in.sizes.at("time"), n = in.sizes.at("n");
+    const float gamma = static_cast<float>(in.scalars.at("gamma"));
+    const int all = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
+    const int workers = static_cast<int>(std::min<std::int64_t>(all, B));
+    return [t, B, T, n, gamma, workers] {
+      auto share = [&](int w) {
+        for (std::int64_t s = w; s < B; s += workers) {
+          const float *r = &(*t)[0][s * T], *v = &(*t)[1][s * T], *done = &(*t)[2][s * T];
+          float* ret = &(*t)[4][s * T];
+          for (std::int64_t i = 0; i < T; ++i) {
+            const std::int64_t h = std::min(n, T - i);
+            float g = 0, discount = 1;
+            for (std::int64_t k = 0; k < h; ++k) {
+              g += discount * r[i + k];
+              discount *= gamma * (1 - done[i + k]);
+            }
+            ret[i] = g + discount * (i + h < T ? v[i + h] : (*t)[3][s]);
+          }
+        }
+      };
+      std::vector<std::thread> pool;
+      for (int w = 1; w < workers; ++w) pool.emplace_back(share, w);
+      share(0);
+      for (auto& th : pool) th.join();
+    };
+  }
+};
+
 }  // namespace
 
 std::shared_ptr<Problem> make_scan_problem(const std::string& name) {
@@ -446,6 +530,7 @@ std::shared_ptr<Problem> make_scan_problem(const std::string& name) {
   if (name == "scan.vtrace") return std::make_shared<VTrace>();
   if (name == "scan.retrace") return std::make_shared<OffPolicyQ>(false);
   if (name == "scan.tree_backup") return std::make_shared<OffPolicyQ>(true);
+  if (name == "scan.nstep") return std::make_shared<NStep>();
   throw UsageError("no scan problem named " + name);
 }
 

@@ -15,6 +15,9 @@
 //   WG     work-items per sequence (the local size)
 //   ITEMS  consecutive steps per work-item per tile
 
+#ifndef ITEMS  // scan_nstep's spec does not set it: it does not use the scan
+#define ITEMS 1
+#endif
 #define TILE (WG * ITEMS)
 
 // The problem's tensors and scalars: inputs in ABI order, the output, the sizes it needs.
@@ -188,4 +191,20 @@ __kernel void scan_tree_backup(__global const float* r, __global const float* q,
   LOCALS;
   const Args g = {r, q, eq, done, boot, pi, qret, time, gamma, lambda, 0.0f, 0.0f};
   scan_sequence(&g, TREE_BACKUP, 1, la, lx);
+}
+
+// n-step returns are a windowed sum, not a recurrence (README.md): one work-item per output,
+// each reading its own window of min(n, time-t) steps.
+__kernel void scan_nstep(__global const float* r, __global const float* v,
+                         __global const float* done, __global const float* boot,
+                         __global float* ret, int batch, int time, int n, float gamma) {
+  const long i = get_global_id(0);
+  if (i >= (long)batch * time) return;
+  const int s = (int)(i / time), t = (int)(i % time), h = min(n, time - t);
+  float g = 0.0f, discount = 1.0f;
+  for (int k = 0; k < h; ++k) {
+    g += discount * r[i + k];
+    discount *= gamma * (1.0f - done[i + k]);
+  }
+  ret[i] = g + discount * (t + h < time ? v[i + h] : boot[s]);
 }

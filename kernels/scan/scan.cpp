@@ -27,6 +27,13 @@
 
 typedef float T;
 
+#ifndef LANES  // scan_nstep's spec sets neither: it does not use the scan engine
+#define LANES 1
+#endif
+#ifndef SUB
+#define SUB 1
+#endif
+
 // ---- the chain across blocks -------------------------------------------------------------------
 // The pool hands out blocks in increasing linear index, and chunk bx of a row waits only for
 // chunk bx-1 (linear index one less), which was handed out before it and never waits for a later
@@ -296,6 +303,24 @@ static void tree_backup(const kf_ctx& c, const T* r, const T* q, const T* eq, co
                    batch, time);
 }
 
+// n-step returns are a windowed sum, not a recurrence (README.md): block (bx, s) writes steps
+// [bx*CHUNK, +CHUNK) of sequence s, each from its own window of min(n, time-t) steps.
+static void nstep(const kf_ctx& ctx, const T* r, const T* v, const T* done, const T* boot, T* ret,
+                  int batch, int time, int n, float gamma) {
+  const int s = (int)ctx.block_idx.y, t0 = (int)ctx.block_idx.x * CHUNK;
+  const int t1 = time - t0 < CHUNK ? time : t0 + CHUNK;
+  const T *rs = r + (long long)s * time, *vs = v + (long long)s * time, *ds = done + (long long)s * time;
+  for (int t = t0; t < t1; ++t) {
+    const int h = time - t < n ? time - t : n;
+    float g = 0.0f, discount = 1.0f;
+    for (int k = 0; k < h; ++k) {
+      g += discount * rs[t + k];
+      discount *= gamma * (1.0f - ds[t + k]);
+    }
+    ret[(long long)s * time + t] = g + discount * (t + h < time ? vs[t + h] : boot[s]);
+  }
+}
+
 KF_KERNEL(scan_linear, linear)
 KF_KERNEL(scan_linear_rev, linear_rev)
 KF_KERNEL(scan_discounted_return, discounted_return)
@@ -304,3 +329,4 @@ KF_KERNEL(scan_td_lambda, td_lambda)
 KF_KERNEL(scan_vtrace, vtrace)
 KF_KERNEL(scan_retrace, retrace)
 KF_KERNEL(scan_tree_backup, tree_backup)
+KF_KERNEL(scan_nstep, nstep)

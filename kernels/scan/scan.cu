@@ -11,6 +11,9 @@
 // Parameters (all #defines):
 //   WG     threads per sequence (a multiple of 32)
 //   ITEMS  consecutive steps per thread per tile
+#ifndef ITEMS  // scan_nstep's spec does not set it: it does not use the scan
+#define ITEMS 1
+#endif
 #define TILE (WG * ITEMS)
 #define WARPS (WG / 32)
 typedef float T;
@@ -222,4 +225,20 @@ extern "C" __global__ void __launch_bounds__(WG) scan_tree_backup(const T* r, co
                                                   const T* boot, const T* pi, T* qret, int batch,
                                                   int time, float gamma, float lambda) {
   off_policy_q<true>(r, q, eq, done, boot, pi, qret, time, gamma, lambda);
+}
+
+// n-step returns are a windowed sum, not a recurrence (README.md): one thread per output, each
+// reading its own window of min(n, time-t) steps.
+extern "C" __global__ void __launch_bounds__(WG) scan_nstep(const T* r, const T* v, const T* done,
+                                                           const T* boot, T* ret, int batch,
+                                                           int time, int n, float gamma) {
+  const long long i = (long long)blockIdx.x * WG + threadIdx.x;
+  if (i >= (long long)batch * time) return;
+  const int s = (int)(i / time), t = (int)(i % time), h = min(n, time - t);
+  float g = 0.0f, discount = 1.0f;
+  for (int k = 0; k < h; ++k) {
+    g += discount * r[i + k];
+    discount *= gamma * (1.0f - done[i + k]);
+  }
+  ret[i] = g + discount * (t + h < time ? v[i + h] : boot[s]);
 }

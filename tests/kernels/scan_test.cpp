@@ -4,6 +4,8 @@
 // naming the size. OpenCL cases skip themselves on a machine without an OpenCL device.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "kforge/backend.hpp"
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
@@ -14,7 +16,7 @@ namespace {
 
 const char* const kProblems[] = {"scan.linear", "scan.linear_rev", "scan.discounted_return",
                                  "scan.gae", "scan.td_lambda", "scan.vtrace",
-                                 "scan.retrace", "scan.tree_backup"};
+                                 "scan.retrace", "scan.tree_backup", "scan.nstep"};
 
 struct Case {
   std::int64_t batch, time;
@@ -42,12 +44,31 @@ TEST(ScanCpu, EveryProblemPassesAtOddShapes) {
   auto backend = make_backend("cpu");
   const Case cases[] = {
       {1, 1, {}},
-      {7, 1021, {}},                                           // one chunk, one pass
-      {5, 257, {{"CHUNK", 64}, {"LANES", 2}, {"SUB", 4}}},     // 5 chunks chained, tails
-      {1, 4099, {{"CHUNK", 1024}, {"LANES", 1}, {"SUB", 8}}},  // batch 1, along time only
+      {7, 301, {}},                                           // one chunk, one pass, lane tail
+      {5, 257, {{"CHUNK", 64}, {"LANES", 2}, {"SUB", 4}}},    // 5 chunks chained, tails
+      {1, 1031, {{"CHUNK", 256}, {"LANES", 1}, {"SUB", 8}}},  // batch 1, along time only
   };
   for (const char* p : kProblems)
-    for (const Case& c : cases) expect_passes(*backend, Lang::cpp, p, c);
+    for (const Case& c : cases) {
+      Case use = c;
+      if (std::string(p) == "scan.nstep") use.params = {};  // its only parameter is CHUNK
+      expect_passes(*backend, Lang::cpp, p, use);
+    }
+}
+
+TEST(ScanCpu, NStepPassesAtOddLookaheadsAndChunks) {
+  auto backend = make_backend("cpu");
+  const std::int64_t lookaheads[] = {1, 3, 7, 300};  // 300 > time: every window is cut at the end
+  for (const std::int64_t n : lookaheads) {
+    const auto problem = find_problem("scan.nstep");
+    EvalRequest req;
+    req.problem = "scan.nstep";
+    req.kernel = library_kernel(*problem, Lang::cpp);
+    req.sizes = problem->resolve_sizes({{"batch", 3}, {"time", 257}, {"n", n}});
+    req.params = {{"CHUNK", 64}};
+    const EvalResult r = evaluate(req, *backend);
+    EXPECT_TRUE(r.passed()) << "n=" << n << ": " << r.error;
+  }
 }
 
 TEST(ScanOpenCl, EveryProblemPassesAtOddShapes) {
@@ -59,7 +80,11 @@ TEST(ScanOpenCl, EveryProblemPassesAtOddShapes) {
       {2, 37, {{"WG", 4}, {"ITEMS", 2}}},            // several tiles of 8, a tail of 5
   };
   for (const char* p : kProblems)
-    for (const Case& c : cases) expect_passes(*backend, Lang::opencl, p, c);
+    for (const Case& c : cases) {
+      Case use = c;
+      if (std::string(p) == "scan.nstep" && !c.params.empty()) use.params = {{"WG", 16}};
+      expect_passes(*backend, Lang::opencl, p, use);
+    }
 }
 
 TEST(ScanCli, BadSizesExitTwoNamingTheSize) {
@@ -69,6 +94,9 @@ TEST(ScanCli, BadSizesExitTwoNamingTheSize) {
   const auto r2 = test::kforge_cli("verify scan.linear --backend cpu --size batch=-3");
   EXPECT_EQ(r2.exit_code, 2) << r2.out << r2.err;
   EXPECT_NE(r2.err.find("batch"), std::string::npos) << r2.err;
+  const auto r3 = test::kforge_cli("verify scan.nstep --backend cpu --size n=-2");
+  EXPECT_EQ(r3.exit_code, 2) << r3.out << r3.err;
+  EXPECT_NE(r3.err.find("size n=-2"), std::string::npos) << r3.err;
 }
 
 TEST(ScanCpu, InvalidParametersAreRefusedBeforeCompiling) {
