@@ -99,7 +99,8 @@ static void end(long long blocks) {
 // E provides init(s) (the value entering sequence s), step(i, s, t, a, c) (the coefficients of
 // element i = s*time + t) and put(i, x). Loops over lanes and sub-chunks have constant trip
 // counts so that the chains live in registers: in the last row of blocks, lanes past the batch
-// repeat its last sequence (the same values written twice by one thread, harmless).
+// repeat its last sequence (the same values written twice by one thread, harmless; with a
+// stash, only the real lane writes).
 template <bool REVERSE, class E>
 static void scan_block(const kf_ctx& ctx, const E& e, int batch, int time) {
   const long long nchunks = ctx.grid_dim.x, blocks = nchunks * ctx.grid_dim.y;
@@ -107,6 +108,7 @@ static void scan_block(const kf_ctx& ctx, const E& e, int batch, int time) {
   const long long linear = ctx.block_idx.y * nchunks + k;
   int seq[LANES];
   long long base[LANES];
+  const int lanes = batch - (int)ctx.block_idx.y * LANES;  // real ones, if fewer than LANES
   for (int l = 0; l < LANES; ++l) {
     const int s = (int)ctx.block_idx.y * LANES + l;
     seq[l] = s < batch ? s : batch - 1;
@@ -121,14 +123,20 @@ static void scan_block(const kf_ctx& ctx, const E& e, int batch, int time) {
   auto t_of = [&](int step) { return REVERSE ? time - 1 - step : step; };
 
   float x[SUB][LANES];  // the value entering each sub-chunk, then the running value
-  // Phase 3 for step `st` of sub-chunk j.
-  auto rescan = [&](int j, int st) __attribute__((always_inline)) {
+  // Phase 3 for step `st` of sub-chunk j. After a phase 1, estimators with costly c_t (E::kStash)
+  // read it back from the output, where phase 1 left it, and recompute only a_t.
+  auto rescan = [&](auto after_reduce, int j, int st) __attribute__((always_inline)) {
     const int t = t_of(st);
     for (int l = 0; l < LANES; ++l) {
+      const long long i = base[l] + t;
       float a, c;
-      e.step(base[l] + t, seq[l], t, a, c);
+      if constexpr (decltype(after_reduce)::value && E::kStash) {
+        a = e.coef_a(i, t), c = e.stashed(i);
+      } else {
+        e.step(i, seq[l], t, a, c);
+      }
       x[j][l] = a * x[j][l] + c;
-      e.put(base[l] + t, x[j][l]);
+      if (!E::kStash || l < lanes) e.put(i, x[j][l]);  // a repeated lane must not overwrite a stash
     }
   };
   const bool chained = nchunks > 1;
@@ -144,6 +152,7 @@ static void scan_block(const kf_ctx& ctx, const E& e, int batch, int time) {
       for (int l = 0; l < LANES; ++l) {
         float a, c;
         e.step(base[l] + t, seq[l], t, a, c);
+        if constexpr (E::kStash) e.stash(base[l] + t, c);
         A[j][l] *= a;
         X[j][l] = a * X[j][l] + c;
       }
@@ -164,9 +173,13 @@ static void scan_block(const kf_ctx& ctx, const E& e, int batch, int time) {
       }
     if (chained) chain::publish(linear, ep, in);
   }
-  for (int n = 0; n < len; ++n)  // phase 3: the steps again, from the entering values
-    for (int j = 0; j < SUB; ++j) rescan(j, lo[j] + n);
-  for (int j = 0; j < extra; ++j) rescan(j, lo[j] + len);
+  auto phase3 = [&](auto after_reduce) {  // the steps again, from the entering values
+    for (int n = 0; n < len; ++n)
+      for (int j = 0; j < SUB; ++j) rescan(after_reduce, j, lo[j] + n);
+    for (int j = 0; j < extra; ++j) rescan(after_reduce, j, lo[j] + len);
+  };
+  if (!chained && SUB == 1) phase3(std::false_type{});
+  else phase3(std::true_type{});
   if (chained) chain::end(blocks);
 }
 
@@ -180,7 +193,10 @@ static inline float next_v(const T* v, const T* boot, long long i, int s, int t,
 }
 #define NEXT_V(v, boot, i, s, t, time) next_v(v, boot, i, s, t, time)
 
+// kStash: phase 3 reads c_t back from the output (coef_a, stash, stashed) instead of forming it
+// again; worth it where c_t costs more than a load.
 struct Linear {  // x[t] = a[t]*x[t-1 or t+1] + b[t], entering value 0
+  static constexpr bool kStash = false;
   const T *a, *b;
   T* x;
   float init(int) const { return 0.0f; }
@@ -189,6 +205,7 @@ struct Linear {  // x[t] = a[t]*x[t-1 or t+1] + b[t], entering value 0
 };
 
 struct DiscountedReturn {  // G[t] = r[t] + gamma*(1-done[t])*G[t+1], G[time] = boot
+  static constexpr bool kStash = false;
   const T *r, *done, *boot;
   T* ret;
   float gamma;
@@ -210,6 +227,10 @@ struct Gae {  // A[t] = delta[t] + gamma*lambda*(1-done[t])*A[t+1], A[time] = 0
     a = g * lambda;
   }
   void put(long long i, float x) const { adv[i] = x; }
+  static constexpr bool kStash = true;
+  float coef_a(long long i, int) const { return gamma * (1.0f - done[i]) * lambda; }
+  void stash(long long i, float c) const { adv[i] = c; }
+  float stashed(long long i) const { return adv[i]; }
   int time;
 };
 
@@ -224,6 +245,10 @@ struct TdLambda {  // G[t] = r[t] + gamma*(1-done[t])*((1-lambda)*V[t+1] + lambd
     a = g * lambda;
   }
   void put(long long i, float x) const { ret[i] = x; }
+  static constexpr bool kStash = true;
+  float coef_a(long long i, int) const { return gamma * (1.0f - done[i]) * lambda; }
+  void stash(long long i, float c) const { ret[i] = c; }
+  float stashed(long long i) const { return ret[i]; }
   int time;
 };
 
@@ -239,6 +264,13 @@ struct VTrace {  // x = vs - V: x[t] = rho*(r + g*V[t+1] - V[t]) + g*c*x[t+1], g
     a = g * lambda * (w < c_bar ? w : c_bar);
   }
   void put(long long i, float x) const { vs[i] = v[i] + x; }
+  static constexpr bool kStash = true;
+  float coef_a(long long i, int) const {
+    const float w = ratio[i];
+    return gamma * (1.0f - done[i]) * lambda * (w < c_bar ? w : c_bar);
+  }
+  void stash(long long i, float c) const { vs[i] = c; }
+  float stashed(long long i) const { return vs[i]; }
 };
 
 // Retrace (TB = false, trace lambda*min(1, ratio)) and TB(lambda) (TB = true, trace lambda*pi):
@@ -262,6 +294,15 @@ struct OffPolicyQ {
     }
   }
   void put(long long i, float x) const { qret[i] = x; }
+  static constexpr bool kStash = true;
+  float coef_a(long long i, int t) const {
+    const bool last = t + 1 >= time;
+    const float next_w = w[last ? i : i + 1];
+    const float trace = lambda * (TB ? next_w : (next_w < 1.0f ? next_w : 1.0f));
+    return last ? 0.0f : gamma * (1.0f - done[i]) * trace;
+  }
+  void stash(long long i, float c) const { qret[i] = c; }
+  float stashed(long long i) const { return qret[i]; }
 };
 
 // ---- entry points: the problem's ABI (tensors, sizes, scalars) ---------------------------------
