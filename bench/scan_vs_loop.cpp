@@ -72,7 +72,14 @@ Row run_shape(Backend& backend, const std::string& name, std::int64_t batch, std
   base.measure.max_time_s = 1.0;
   base.measure.min_time_s = 0.2;
   double best = 1e300;
-  for (const auto& p : candidates(batch, time, threads == 0 ? 2 : threads)) {
+  std::vector<ParamValues> tried;
+  for (auto p : candidates(batch, time, threads == 0 ? 2 : threads)) {
+    std::erase_if(p, [&](const auto& kv) {  // scan.nstep has CHUNK only
+      return std::none_of(base.kernel.params.begin(), base.kernel.params.end(),
+                          [&](const Param& q) { return q.name == kv.first; });
+    });
+    if (std::find(tried.begin(), tried.end(), p) != tried.end()) continue;
+    tried.push_back(p);
     EvalRequest req = base;
     req.params = p;
     const EvalResult e = evaluate(req, backend);
@@ -101,9 +108,9 @@ int main(int argc, char** argv) {
   std::vector<std::int64_t> batches{1, 64, 4096}, times{128, 1024, 16384};
   std::int64_t max_elements = 1 << 24;
   int rounds = 3, threads = 0;
-  app.add_option("--problems", problems)->capture_default_str();
-  app.add_option("--batch", batches)->capture_default_str();
-  app.add_option("--time", times)->capture_default_str();
+  app.add_option("--problems", problems)->delimiter(',')->capture_default_str();
+  app.add_option("--batch", batches)->delimiter(',')->capture_default_str();
+  app.add_option("--time", times)->delimiter(',')->capture_default_str();
   app.add_option("--max-elements", max_elements, "skip shapes with more batch*time")->capture_default_str();
   app.add_option("--rounds", rounds, "interleaved kforge/loop rounds per shape")->capture_default_str();
   app.add_option("--threads", threads, "threads for both (0: all cores)")->capture_default_str();
