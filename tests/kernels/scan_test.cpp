@@ -1,0 +1,120 @@
+// The scan family (kernels/scan/) passes kforge's thorough verification on cpu and opencl at odd
+// shapes: time 1, primes, chunk and tile +-1, batch 1, and parameters that make the cpu kernel
+// chain several chunks per sequence and the opencl kernel walk several tiles. Bad sizes exit 2
+// naming the size. OpenCL cases skip themselves on a machine without an OpenCL device.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kforge/backend.hpp"
+#include "kforge/evaluate.hpp"
+#include "kforge/problem.hpp"
+#include "test_util.hpp"
+
+namespace kforge {
+namespace {
+
+const char* const kProblems[] = {"scan.linear", "scan.linear_rev", "scan.discounted_return",
+                                 "scan.gae", "scan.td_lambda", "scan.vtrace",
+                                 "scan.retrace", "scan.tree_backup", "scan.nstep"};
+
+struct Case {
+  std::int64_t batch, time;
+  ParamValues params;
+};
+
+void expect_passes(Backend& backend, Lang lang, const char* name, const Case& c) {
+  const auto problem = find_problem(name);
+  EvalRequest req;
+  req.problem = name;
+  req.kernel = library_kernel(*problem, lang);
+  req.sizes = problem->resolve_sizes({{"batch", c.batch}, {"time", c.time}});
+  req.params = c.params;
+  req.backend = backend.name();
+  const EvalResult r = evaluate(req, backend);
+  std::string params;
+  for (const auto& [k, v] : r.params) params += " " + k + "=" + std::to_string(v);
+  EXPECT_TRUE(r.passed()) << name << " on " << backend.name() << " batch=" << c.batch
+                          << " time=" << c.time << params << ": "
+                          << disposition_name(r.disposition) << ": " << r.error << "\n"
+                          << r.compile_log;
+}
+
+TEST(ScanCpu, EveryProblemPassesAtOddShapes) {
+  auto backend = make_backend("cpu");
+  const Case cases[] = {
+      {1, 1, {}},
+      {7, 301, {}},                                           // one chunk, one pass, lane tail
+      {5, 257, {{"CHUNK", 64}, {"LANES", 2}, {"SUB", 4}}},    // 5 chunks chained, tails
+      {1, 1031, {{"CHUNK", 256}, {"LANES", 1}, {"SUB", 8}}},  // batch 1, along time only
+  };
+  for (const char* p : kProblems)
+    for (const Case& c : cases) {
+      Case use = c;
+      if (std::string(p) == "scan.nstep") use.params = {};  // its only parameter is CHUNK
+      expect_passes(*backend, Lang::cpp, p, use);
+    }
+}
+
+TEST(ScanCpu, NStepPassesAtOddLookaheadsAndChunks) {
+  auto backend = make_backend("cpu");
+  const std::int64_t lookaheads[] = {1, 3, 7, 300};  // 300 > time: every window is cut at the end
+  for (const std::int64_t n : lookaheads) {
+    const auto problem = find_problem("scan.nstep");
+    EvalRequest req;
+    req.problem = "scan.nstep";
+    req.kernel = library_kernel(*problem, Lang::cpp);
+    req.sizes = problem->resolve_sizes({{"batch", 3}, {"time", 257}, {"n", n}});
+    req.params = {{"CHUNK", 64}};
+    const EvalResult r = evaluate(req, *backend);
+    EXPECT_TRUE(r.passed()) << "n=" << n << ": " << r.error;
+  }
+}
+
+TEST(ScanOpenCl, EveryProblemPassesAtOddShapes) {
+  auto backend = make_backend("opencl");
+  if (!backend->can_run()) GTEST_SKIP() << "no OpenCL device: " << backend->device();
+  // Default parameters (one program for every problem: PoCL compiles each kernel once).
+  const Case cases[] = {
+      {1, 1, {}},
+      {3, 257, {}},  // one tile (256) + 1: a tail of one step in the first work-item
+  };
+  for (const char* p : kProblems)
+    for (const Case& c : cases) expect_passes(*backend, Lang::opencl, p, c);
+}
+
+TEST(ScanOpenCl, SmallTilesPass) {
+  auto backend = make_backend("opencl");
+  if (!backend->can_run()) GTEST_SKIP() << "no OpenCL device: " << backend->device();
+  // Several tiles of 8 and a tail of 5: every round of the work-group scan, item tails.
+  expect_passes(*backend, Lang::opencl, "scan.gae", {2, 37, {{"WG", 4}, {"ITEMS", 2}}});
+  expect_passes(*backend, Lang::opencl, "scan.linear", {2, 37, {{"WG", 4}, {"ITEMS", 2}}});
+}
+
+TEST(ScanCli, BadSizesExitTwoNamingTheSize) {
+  const auto r = test::kforge_cli("verify scan.gae --backend cpu --size batch=4,time=0");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("time"), std::string::npos) << r.err;
+  const auto r2 = test::kforge_cli("verify scan.linear --backend cpu --size batch=-3");
+  EXPECT_EQ(r2.exit_code, 2) << r2.out << r2.err;
+  EXPECT_NE(r2.err.find("batch"), std::string::npos) << r2.err;
+  const auto r3 = test::kforge_cli("verify scan.nstep --backend cpu --size n=-2");
+  EXPECT_EQ(r3.exit_code, 2) << r3.out << r3.err;
+  EXPECT_NE(r3.err.find("size n=-2"), std::string::npos) << r3.err;
+}
+
+TEST(ScanCpu, InvalidParametersAreRefusedBeforeCompiling) {
+  auto backend = make_backend("cpu");
+  const auto problem = find_problem("scan.gae");
+  EvalRequest req;
+  req.problem = "scan.gae";
+  req.kernel = library_kernel(*problem, Lang::cpp);
+  req.sizes = problem->resolve_sizes({{"batch", 4}, {"time", 64}});
+  req.params = {{"LANES", 16}, {"SUB", 8}};  // 128 chains: over the LANES * SUB <= 64 limit
+  const EvalResult r = evaluate(req, *backend);
+  EXPECT_EQ(r.disposition, Disposition::invalid_config);
+  EXPECT_NE(r.error.find("SUB"), std::string::npos) << r.error;
+}
+
+}  // namespace
+}  // namespace kforge
