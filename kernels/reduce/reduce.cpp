@@ -7,8 +7,8 @@
 // axis 1: a block owns ROWS rows. Few long rows (M < 2 x threads): up to SPLIT blocks share a
 // row (grid x), each one chunk; they exchange partials through a slot in shared memory and wait
 // for each other (a row barrier), and block 0 writes the combination.
-// axis 0: a block owns COLS columns and walks the rows, COLS/VW vector accumulators in
-// registers. Few column tiles (N/COLS < 2 x threads): up to SPLIT blocks share a tile, each a
+// axis 0: a block owns COLS columns and walks the rows, adding each row's COLS contiguous
+// values (streamed) into COLS/VW vector accumulators (registers, or L1 for wide tiles). Few column tiles (N/COLS < 2 x threads): up to SPLIT blocks share a tile, each a
 // range of rows, and combine the same way.
 // The pool hands out blocks in index order and the blocks of a group are adjacent (the split is
 // the grid's x), so with at most one block per thread in a group every block it waits for has a
@@ -18,7 +18,7 @@
 //   VW     SIMD width in floats: 8 (AVX2), 16 (AVX-512), 0 = the widest the compiler targets
 //   ACC    independent vector accumulators (axis 1)
 //   ROWS   rows per block (axis 1)
-//   COLS   columns per block (axis 0; a multiple of 16, at most 256)
+//   COLS   columns per block (axis 0; a multiple of 16)
 //   SPLIT  most blocks that share one row or column tile
 #include <sched.h>
 
