@@ -50,7 +50,7 @@ class Activation final : public Problem {
     return std::string("Y = ") + f_.formula + ", z = X + bias (bias per column, when with_bias = 1); X, Y (M,N)";
   }
   std::vector<std::string> size_names() const override { return {"M", "N"}; }
-  Sizes default_sizes() const override { return {{"M", 2048}, {"N", 8192}}; }
+  Sizes default_sizes() const override { return {{"M", 2048}, {"N", 4096}}; }
   std::vector<DType> dtypes() const override { return {DType::fp32, DType::fp16, DType::bf16}; }
   std::vector<TensorSpec> tensors() const override {
     return {{"X", Role::in}, {"bias", Role::in}, {"Y", Role::out}};

@@ -28,7 +28,7 @@ class RowNorm : public Problem {
                      : "row rmsnorm: Y = X / sqrt(mean(X^2) + eps) * gamma, X, Y (M,N)";
   }
   std::vector<std::string> size_names() const override { return {"M", "N"}; }
-  Sizes default_sizes() const override { return {{"M", 2048}, {"N", 8192}}; }
+  Sizes default_sizes() const override { return {{"M", 2048}, {"N", 4096}}; }
   std::vector<DType> dtypes() const override { return {DType::fp32, DType::fp16, DType::bf16}; }
   std::vector<TensorSpec> tensors() const override {
     if (centered_) return {{"X", Role::in}, {"gamma", Role::in}, {"beta", Role::in}, {"Y", Role::out}};
