@@ -65,8 +65,39 @@ def numpy_peers(np, M, N):
         y *= g
         y += b
 
+    def relu(s):
+        x, y = s
+        np.maximum(x, np.float32(0), out=y)
+
+    def gelu_tanh(s):  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in place in y
+        x, y = s
+        np.multiply(x, x, out=y)
+        y *= np.float32(0.044715)
+        y += np.float32(1)
+        y *= x
+        y *= np.float32(0.7978845608)
+        np.tanh(y, out=y)
+        y += np.float32(1)
+        y *= x
+        y *= np.float32(0.5)
+
+    def silu(s):  # x / (1 + exp(-x)), in place in y
+        x, y = s
+        np.negative(x, out=y)
+        np.exp(y, out=y)
+        y += np.float32(1)
+        np.divide(x, y, out=y)
+
     vec = lambda: np.random.default_rng(2).standard_normal(N, dtype=np.float32)
+    pair = lambda: (rows(), np.empty((M, N), np.float32))
     return {
+        "activation.relu": (pair, relu),
+        "activation.gelu_tanh": (pair, gelu_tanh),
+        "activation.silu": (pair, silu),
+        "reduce.sum_axis1": (lambda: (rows(),), lambda s: s[0].sum(axis=1)),
+        "reduce.sum_axis0": (lambda: (rows(),), lambda s: s[0].sum(axis=0)),
+        "reduce.max_axis1": (lambda: (rows(),), lambda s: s[0].max(axis=1)),
+        "reduce.argmax_axis1": (lambda: (rows(),), lambda s: s[0].argmax(axis=1)),
         "softmax": (lambda: (rows(), np.empty((M, N), np.float32)), softmax),
         "rmsnorm": (lambda: (rows(), vec(), np.empty((M, N), np.float32)), rmsnorm),
         "layernorm": (lambda: (rows(), vec(), vec(), np.empty((M, N), np.float32)), layernorm),
@@ -75,13 +106,13 @@ def numpy_peers(np, M, N):
 
 def kforge_bench(kforge, problem, size):
     out = subprocess.run([kforge, "bench", problem, "--backend", "cpu", "--size", size, "--quick",
-                          "--trials", "1", "--no-baseline", "--json"],
+                          "--trials", "1", "--no-baseline", "--repetitions", "15", "--json"],
                          check=True, capture_output=True, text=True).stdout
     doc = json.loads(out)
-    r = doc[0] if isinstance(doc, list) else doc.get("results", [doc])[0]
+    r = doc[0] if isinstance(doc, list) else doc
     if r.get("disposition") != "passed":
         sys.exit(f"kforge bench {problem}: {r.get('disposition')}: {r.get('error')}")
-    return r["timing"]["median_s"], r["roofline"]["sol_fraction"]
+    return r["median_s"], r["sol_fraction"]
 
 
 def median(v):
@@ -96,7 +127,8 @@ def main():
     ap.add_argument("--size", default="M=4096,N=16384")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--problems", default="softmax,rmsnorm,layernorm")
+    ap.add_argument("--problems", default="softmax,rmsnorm,layernorm,activation.relu,"
+                    "activation.gelu_tanh,reduce.sum_axis1,reduce.sum_axis0")
     a = ap.parse_args()
     ensure_numpy(a.build)
     import numpy as np
@@ -128,10 +160,11 @@ def main():
         ratios = [n / k for k, n in zip(ks, ns)]
         rows.append((problem, median(ks), median(ns), median(ratios), min(ratios), max(ratios),
                      median(sols)))
-    print(f"{'problem':10} {'kforge ms':>10} {'numpy ms':>10} {'numpy/kforge':>13} {'spread':>13} "
+    print(f"{'problem':22} {'kforge ms':>10} {'numpy ms':>10} {'numpy/kforge':>13} {'spread':>13} "
           f"{'kforge SOL':>10}")
     for p, k, n, r, lo, hi, sol in rows:
-        print(f"{p:10} {k * 1e3:10.2f} {n * 1e3:10.2f} {r:12.2f}x {lo:6.2f}..{hi:<6.2f} {sol * 100:9.1f}%")
+        print(f"{p:22} {k * 1e3:10.2f} {n * 1e3:10.2f} {r:12.2f}x {lo:6.2f}..{hi:<6.2f} {sol * 100:9.1f}%",
+              flush=True)
     print("load after:", open("/proc/loadavg").read().split()[:3])
 
 
