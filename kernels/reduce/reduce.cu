@@ -24,6 +24,7 @@ __device__ __forceinline__ T from_f32(float x) { return x; }
 #endif
 
 #define WARPS (THREADS / 32)
+#define KF_NEG_INF (-__int_as_float(0x7f800000))  // NVRTC has no math.h for INFINITY
 enum Op { kSum, kMax, kArgmax };
 
 template <int O>
@@ -38,7 +39,7 @@ __device__ __forceinline__ void reduce_row(const T* __restrict__ X, T* __restric
   __shared__ int sat[WARPS];
   const int tid = threadIdx.x;
   const T* x = X + (long long)blockIdx.x * N;
-  float v = O == kSum ? 0.0f : -INFINITY;
+  float v = O == kSum ? 0.0f : KF_NEG_INF;
   int at = 0x7fffffff;
   for (int j = tid; j < N; j += THREADS) combine<O>(v, at, to_f32(x[j]), j);
 #pragma unroll
@@ -56,7 +57,7 @@ template <int O>
 __device__ __forceinline__ void reduce_col(const T* __restrict__ X, T* __restrict__ Y, int M, int N) {
   const int col = blockIdx.x * THREADS + threadIdx.x;
   if (col >= N) return;
-  float v = O == kSum ? 0.0f : -INFINITY;
+  float v = O == kSum ? 0.0f : KF_NEG_INF;
   int at = 0x7fffffff;
   for (int i = 0; i < M; ++i) combine<O>(v, at, to_f32(X[(long long)i * N + col]), i);
   Y[col] = from_f32(O == kArgmax ? (float)at : v);

@@ -26,6 +26,7 @@ __device__ __forceinline__ T from_f32(float x) { return x; }
 #endif
 
 #define WARPS (THREADS / 32)
+#define KF_NEG_INF (-__int_as_float(0x7f800000))  // NVRTC has no math.h for INFINITY
 #define KF_STR(x) #x
 #define KF_UNROLL(n) _Pragma(KF_STR(unroll n))
 
@@ -52,7 +53,7 @@ softmax(const T* __restrict__ X, T* __restrict__ Y, int M, int N) {
   const T* x = X + (long long)blockIdx.x * N;
   T* y = Y + (long long)blockIdx.x * N;
 
-  float m = -INFINITY;
+  float m = KF_NEG_INF;
 KF_UNROLL(UNROLL)
   for (int j = tid; j < N; j += THREADS) m = fmaxf(m, to_f32(x[j]));
   m = block_reduce(m, 0, partial);
