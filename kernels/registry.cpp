@@ -5,6 +5,11 @@ namespace kforge {
 
 std::shared_ptr<Problem> make_gemm_problem();
 std::shared_ptr<Problem> make_scan_problem(const std::string& name);  // kernels/scan
+std::shared_ptr<Problem> make_softmax_problem();
+std::shared_ptr<Problem> make_rmsnorm_problem();
+std::shared_ptr<Problem> make_layernorm_problem();
+std::shared_ptr<Problem> make_activation_problem(const std::string& fn);
+std::shared_ptr<Problem> make_reduce_problem(const std::string& op, int axis);
 
 const std::vector<std::shared_ptr<Problem>>& problems() {
   static const std::vector<std::shared_ptr<Problem>> all = {
@@ -18,6 +23,20 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_scan_problem("scan.retrace"),
       make_scan_problem("scan.tree_backup"),
       make_scan_problem("scan.nstep"),
+      make_softmax_problem(),
+      make_rmsnorm_problem(),
+      make_layernorm_problem(),
+      make_activation_problem("relu"),
+      make_activation_problem("leaky_relu"),
+      make_activation_problem("gelu_erf"),
+      make_activation_problem("gelu_tanh"),
+      make_activation_problem("silu"),
+      make_reduce_problem("sum", 1),
+      make_reduce_problem("sum", 0),
+      make_reduce_problem("max", 1),
+      make_reduce_problem("max", 0),
+      make_reduce_problem("argmax", 1),
+      make_reduce_problem("argmax", 0),
   };
   return all;
 }

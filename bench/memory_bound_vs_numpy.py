@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""kforge's memory-bound kernels (cpu backend) against numpy, interleaved, in one run.
+
+For each problem, `--rounds` rounds: `kforge bench PROBLEM --json` (its median kernel time and
+its speed-of-light fraction against the machine's measured bandwidth, `kforge ceilings`), then
+numpy's equivalent on inputs of the same size (median of `--reps` calls). Each round's ratio is
+numpy's time over kforge's; the table shows the median over rounds and the spread (min..max).
+Sizes default to 4096 x 16384 fp32 (256 MiB per tensor), far beyond the 32 MiB L3, so both sides
+stream from memory. CPU timings: kforge runs on all cores, numpy's ufuncs on one. numpy is
+installed with pip into build/bench-venv when it is missing (never a dependency of kforge).
+
+usage: bench/memory_bound_vs_numpy.py [--build build] [--size M=4096,N=16384] [--rounds 3]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def ensure_numpy(build):
+    try:
+        import numpy  # noqa: F401
+        return
+    except ImportError:
+        pass
+    venv = os.path.join(build, "bench-venv")
+    py = os.path.join(venv, "bin", "python")
+    if os.path.realpath(sys.executable) == os.path.realpath(py):
+        sys.exit("numpy is missing from " + venv)
+    if not os.path.exists(py):
+        subprocess.check_call([sys.executable, "-m", "venv", venv])
+    subprocess.check_call([py, "-m", "pip", "install", "-q", "numpy"])
+    os.execv(py, [py] + sys.argv)
+
+
+def numpy_peers(np, M, N):
+    """problem -> (setup() -> state, run(state)); the float32 computation a numpy user writes."""
+    eps = np.float32(1e-5)
+
+    def rows():
+        rng = np.random.default_rng(1)
+        return rng.standard_normal((M, N), dtype=np.float32)
+
+    def softmax(s):
+        x, y = s
+        m = x.max(axis=1, keepdims=True)
+        np.subtract(x, m, out=y)
+        np.exp(y, out=y)
+        y /= y.sum(axis=1, keepdims=True)
+
+    def rmsnorm(s):
+        x, g, y = s
+        ms = np.einsum("ij,ij->i", x, x) / np.float32(N)
+        np.multiply(x, (1 / np.sqrt(ms + eps))[:, None], out=y)
+        y *= g
+
+    def layernorm(s):
+        x, g, b, y = s
+        mu = x.mean(axis=1, keepdims=True)
+        np.subtract(x, mu, out=y)
+        var = np.einsum("ij,ij->i", y, y) / np.float32(N)
+        y *= (1 / np.sqrt(var + eps))[:, None]
+        y *= g
+        y += b
+
+    def relu(s):
+        x, y = s
+        np.maximum(x, np.float32(0), out=y)
+
+    def gelu_tanh(s):  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in place in y
+        x, y = s
+        np.multiply(x, x, out=y)
+        y *= np.float32(0.044715)
+        y += np.float32(1)
+        y *= x
+        y *= np.float32(0.7978845608)
+        np.tanh(y, out=y)
+        y += np.float32(1)
+        y *= x
+        y *= np.float32(0.5)
+
+    def silu(s):  # x / (1 + exp(-x)), in place in y
+        x, y = s
+        np.negative(x, out=y)
+        np.exp(y, out=y)
+        y += np.float32(1)
+        np.divide(x, y, out=y)
+
+    vec = lambda: np.random.default_rng(2).standard_normal(N, dtype=np.float32)
+    pair = lambda: (rows(), np.empty((M, N), np.float32))
+    return {
+        "activation.relu": (pair, relu),
+        "activation.gelu_tanh": (pair, gelu_tanh),
+        "activation.silu": (pair, silu),
+        "reduce.sum_axis1": (lambda: (rows(),), lambda s: s[0].sum(axis=1)),
+        "reduce.sum_axis0": (lambda: (rows(),), lambda s: s[0].sum(axis=0)),
+        "reduce.max_axis1": (lambda: (rows(),), lambda s: s[0].max(axis=1)),
+        "reduce.argmax_axis1": (lambda: (rows(),), lambda s: s[0].argmax(axis=1)),
+        "softmax": (lambda: (rows(), np.empty((M, N), np.float32)), softmax),
+        "rmsnorm": (lambda: (rows(), vec(), np.empty((M, N), np.float32)), rmsnorm),
+        "layernorm": (lambda: (rows(), vec(), vec(), np.empty((M, N), np.float32)), layernorm),
+    }
+
+
+def kforge_bench(kforge, problem, size):
+    out = subprocess.run([kforge, "bench", problem, "--backend", "cpu", "--size", size, "--quick",
+                          "--trials", "1", "--no-baseline", "--repetitions", "15", "--json"],
+                         check=True, capture_output=True, text=True).stdout
+    doc = json.loads(out)
+    r = doc[0] if isinstance(doc, list) else doc
+    if r.get("disposition") != "passed":
+        sys.exit(f"kforge bench {problem}: {r.get('disposition')}: {r.get('error')}")
+    return r["median_s"], r["sol_fraction"]
+
+
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--size", default="M=4096,N=16384")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--problems", default="softmax,rmsnorm,layernorm,activation.relu,"
+                    "activation.gelu_tanh,reduce.sum_axis1,reduce.sum_axis0")
+    a = ap.parse_args()
+    ensure_numpy(a.build)
+    import numpy as np
+
+    sizes = dict(kv.split("=") for kv in a.size.split(","))
+    M, N = int(sizes["M"]), int(sizes["N"])
+    kforge = os.path.join(a.build, "kforge")
+    peers = numpy_peers(np, M, N)
+    print(f"kforge (cpu backend, all cores) vs numpy {np.__version__} (one core), fp32, M={M} N={N}, "
+          f"{a.rounds} interleaved rounds")
+    print("load before:", open("/proc/loadavg").read().split()[:3])
+    rows = []
+    for problem in a.problems.split(","):
+        state = peers[problem][0]()
+        run = peers[problem][1]
+        run(state)  # warm-up: first-touch page faults are not numpy's speed
+        ks, ns, sols = [], [], []
+        for _ in range(a.rounds):
+            k, sol = kforge_bench(kforge, problem, a.size)
+            t = []
+            for _ in range(a.reps):
+                t0 = time.perf_counter()
+                run(state)
+                t.append(time.perf_counter() - t0)
+            ks.append(k)
+            ns.append(median(t))
+            sols.append(sol)
+        del state
+        ratios = [n / k for k, n in zip(ks, ns)]
+        rows.append((problem, median(ks), median(ns), median(ratios), min(ratios), max(ratios),
+                     median(sols)))
+    print(f"{'problem':22} {'kforge ms':>10} {'numpy ms':>10} {'numpy/kforge':>13} {'spread':>13} "
+          f"{'kforge SOL':>10}")
+    for p, k, n, r, lo, hi, sol in rows:
+        print(f"{p:22} {k * 1e3:10.2f} {n * 1e3:10.2f} {r:12.2f}x {lo:6.2f}..{hi:<6.2f} {sol * 100:9.1f}%",
+              flush=True)
+    print("load after:", open("/proc/loadavg").read().split()[:3])
+
+
+if __name__ == "__main__":
+    main()

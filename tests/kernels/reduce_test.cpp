@@ -1,0 +1,105 @@
+// reduce.*: sum, max and argmax along each axis, cpu and opencl kernels, pass kforge's thorough
+// verification at odd shapes (a single row or column, primes, one long row or column shared
+// across threads); argmax returns the first maximum (the integer inputs have many ties);
+// argmax refuses a reduced length its fp32 indices cannot hold.
+#include <gtest/gtest.h>
+
+#include "kforge/backend.hpp"
+#include "kforge/evaluate.hpp"
+#include "kforge/problem.hpp"
+#include "test_util.hpp"
+
+namespace kforge {
+namespace {
+
+EvalRequest request(const std::string& problem, const std::string& backend, const Sizes& sizes,
+                    DType t) {
+  const auto p = find_problem(problem);
+  EvalRequest req;
+  req.problem = problem;
+  req.kernel = library_kernel(*p, backend == "cpu" ? Lang::cpp : Lang::opencl);
+  req.sizes = p->resolve_sizes(sizes);
+  req.dtype = t;
+  req.backend = backend;
+  return req;
+}
+
+std::string describe(const EvalResult& r) {
+  std::string s = r.problem + " on " + r.backend + " " + std::string(dtype_name(r.dtype));
+  for (const auto& [k, v] : r.sizes) s += " " + k + "=" + std::to_string(v);
+  return s + ": " + std::string(disposition_name(r.disposition)) + ": " + r.error + "\n" + r.compile_log;
+}
+
+// (problem, backend)
+class Reduce : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
+ protected:
+  void SetUp() override {
+    backend_ = make_backend(std::get<1>(GetParam()));
+    if (!backend_->can_run()) GTEST_SKIP() << "backend cannot run here: " << backend_->device();
+  }
+  void expect_passes(const Sizes& s, DType t) {
+    const EvalResult r = evaluate(request(std::get<0>(GetParam()), std::get<1>(GetParam()), s, t), *backend_);
+    EXPECT_TRUE(r.passed()) << describe(r);
+  }
+  std::unique_ptr<Backend> backend_;
+};
+
+TEST_P(Reduce, PassesAtOddShapes) {
+  expect_passes({{"M", 3}, {"N", 5}}, DType::fp32);
+  expect_passes({{"M", 37}, {"N", 263}}, DType::fp32);
+  // One long reduction (shared across threads on the cpu), and many short ones.
+  const bool rows = std::get<0>(GetParam()).find("axis1") != std::string::npos;
+  const std::int64_t length = 40009;
+  expect_passes({{"M", rows ? 1 : length}, {"N", rows ? length : 1}}, DType::fp32);
+  expect_passes({{"M", rows ? length : 2}, {"N", rows ? 2 : length}}, DType::fp32);
+}
+
+TEST_P(Reduce, SixteenBitTypesPass) {
+  if (std::get<0>(GetParam()).find("argmax") != std::string::npos) GTEST_SKIP() << "argmax is fp32 only";
+  expect_passes({{"M", 7}, {"N", 129}}, DType::bf16);
+  expect_passes({{"M", 7}, {"N", 129}}, DType::fp16);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Library, Reduce,
+    ::testing::Combine(::testing::Values("reduce.sum_axis1", "reduce.sum_axis0", "reduce.max_axis1",
+                                         "reduce.max_axis0", "reduce.argmax_axis1",
+                                         "reduce.argmax_axis0"),
+                       ::testing::Values("cpu", "opencl")),
+    [](const auto& info) {
+      return std::get<0>(info.param).substr(7) + "_" + std::get<1>(info.param);
+    });
+
+// Integer inputs in [-8, 8]: every row and column has tied maxima, so only the first-index rule
+// passes.
+TEST(ReduceCpu, ArgmaxTakesTheFirstOfTiedMaxima) {
+  auto backend = make_backend("cpu");
+  for (const char* p : {"reduce.argmax_axis1", "reduce.argmax_axis0"}) {
+    EvalRequest req = request(p, "cpu", {{"M", 300}, {"N", 300}}, DType::fp32);
+    req.verify.distributions = {Distribution::integers};
+    const EvalResult r = evaluate(req, *backend);
+    EXPECT_TRUE(r.passed()) << describe(r);
+  }
+}
+
+// One long row (column) shared by more blocks than cores: the barrier and the combination.
+TEST(ReduceCpu, LongReductionSharedByFiveThreads) {
+  auto backend = make_backend("cpu", {.threads = 5});
+  for (const char* p : {"reduce.sum_axis1", "reduce.argmax_axis1", "reduce.max_axis0", "reduce.argmax_axis0"}) {
+    const bool rows = std::string(p).find("axis1") != std::string::npos;
+    EvalRequest req = request(p, "cpu", {{"M", rows ? 2 : 40009}, {"N", rows ? 40009 : 2}}, DType::fp32);
+    req.verify.thorough = false;
+    req.backend_options.threads = 5;
+    const EvalResult r = evaluate(req, *backend);
+    EXPECT_TRUE(r.passed()) << describe(r);
+  }
+}
+
+TEST(ReduceCli, ArgmaxRefusesIndicesBeyondFp32) {
+  const auto r = test::kforge_cli("verify reduce.argmax_axis1 --backend cpu --size M=1,N=16777217");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("N=16777217"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace kforge
