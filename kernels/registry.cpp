@@ -4,10 +4,14 @@
 namespace kforge {
 
 std::shared_ptr<Problem> make_gemm_problem();
+std::shared_ptr<Problem> make_attention_problem();
+std::shared_ptr<Problem> make_attention_causal_problem();
 
 const std::vector<std::shared_ptr<Problem>>& problems() {
   static const std::vector<std::shared_ptr<Problem>> all = {
       make_gemm_problem(),
+      make_attention_problem(),
+      make_attention_causal_problem(),
   };
   return all;
 }

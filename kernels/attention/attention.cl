@@ -1,0 +1,95 @@
+// attention for the opencl backend: fused RoPE + scaled dot-product attention with an online
+// softmax (problem.cpp has the math), in the spirit of FlashAttention. A work-group owns BQ
+// query rows of one (batch, head), one work-item per row; the keys go by in tiles of BKV that
+// the work-group loads together into local memory, rotating K (RoPE) on the way in. Each
+// work-item keeps its rotated, pre-scaled query row and its output accumulator in private
+// memory and updates a running max and sum per tile, so no S x S score matrix exists anywhere.
+// Scores are in log2 units (scale·log2(e) is folded into q), so exp2 replaces exp. Causal
+// work-groups stop after the tile holding their last row's diagonal.
+//
+// Parameters (all #defines):
+//   BQ     query rows per work-group (= work-items)
+//   BKV    keys per tile held in local memory: 2·BKV·DMAX floats
+//   DMAX   the largest head size D this build accepts (sizes the private and local arrays)
+#define LOG2E 1.44269504088896340736f
+
+__kernel __attribute__((reqd_work_group_size(BQ, 1, 1)))
+void attention(__global const float* Q, __global const float* K, __global const float* V,
+               __global float* O, int B, int H, int HKV, int S, int D, float scale,
+               float rope_base, float causal) {
+  __local float Ks[BKV * DMAX];  // (BKV, DMAX): rotated keys
+  __local float Vs[BKV * DMAX];  // (BKV, DMAX)
+  __local float theta[DMAX / 2];
+  const int r = get_local_id(0);
+  const int i0 = get_group_id(0) * BQ, h = get_group_id(1), b = get_group_id(2);
+  const int i = i0 + r, hd = D / 2, g = h / (H / HKV);
+  const bool is_causal = causal != 0.0f, row = i < S;
+  __global const float* q = Q + ((long)b * H + h) * S * D;
+  __global const float* k = K + ((long)b * HKV + g) * S * D;
+  __global const float* v = V + ((long)b * HKV + g) * S * D;
+  __global float* o = O + ((long)b * H + h) * S * D;
+
+  for (int d = r; d < hd; d += BQ) theta[d] = pow(rope_base, -(float)(2 * d) / (float)D);
+  barrier(CLK_LOCAL_MEM_FENCE);
+
+  float qr[DMAX], acc[DMAX];
+  const float qscale = scale * LOG2E;
+  for (int d = 0; d < hd; ++d) {
+    float c;
+    const float sn = sincos((float)i * theta[d], &c);
+    const float a = row ? q[(long)i * D + d] : 0.0f, a2 = row ? q[(long)i * D + d + hd] : 0.0f;
+    qr[d] = (a * c - a2 * sn) * qscale;
+    qr[d + hd] = (a2 * c + a * sn) * qscale;
+  }
+  for (int d = 0; d < D; ++d) acc[d] = 0.0f;
+  float m = -INFINITY, l = 0.0f;
+
+  const int last = is_causal ? min(S, i0 + BQ) : S;  // keys any row of the group sees
+  const int mine = is_causal ? i + 1 : S;            // keys this row sees
+  for (int j0 = 0; j0 < last; j0 += BKV) {
+    for (int e = r; e < BKV * hd; e += BQ) {
+      const int jj = e / hd, d = e % hd, j = j0 + jj;
+      float k0 = 0.0f, k1 = 0.0f, v0 = 0.0f, v1 = 0.0f;
+      if (j < S) {
+        float c;
+        const float sn = sincos((float)j * theta[d], &c);
+        const float a = k[(long)j * D + d], a2 = k[(long)j * D + d + hd];
+        k0 = a * c - a2 * sn;
+        k1 = a2 * c + a * sn;
+        v0 = v[(long)j * D + d];
+        v1 = v[(long)j * D + d + hd];
+      }
+      Ks[jj * DMAX + d] = k0;
+      Ks[jj * DMAX + d + hd] = k1;
+      Vs[jj * DMAX + d] = v0;
+      Vs[jj * DMAX + d + hd] = v1;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int seen = row ? min(BKV, min(mine, S) - j0) : 0;
+    if (seen > 0) {
+      float s[BKV];
+      float mt = -INFINITY;
+      for (int jj = 0; jj < seen; ++jj) {
+        float dot = 0.0f;
+        for (int d = 0; d < D; ++d) dot = fma(qr[d], Ks[jj * DMAX + d], dot);
+        s[jj] = dot;
+        mt = fmax(mt, dot);
+      }
+      const float m_new = fmax(m, mt);
+      const float alpha = exp2(m - m_new);  // 0 on the first tile (m = -inf)
+      l *= alpha;
+      for (int d = 0; d < D; ++d) acc[d] *= alpha;
+      for (int jj = 0; jj < seen; ++jj) {
+        const float p = exp2(s[jj] - m_new);
+        l += p;
+        for (int d = 0; d < D; ++d) acc[d] = fma(p, Vs[jj * DMAX + d], acc[d]);
+      }
+      m = m_new;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (row) {
+    const float inv = 1.0f / l;
+    for (int d = 0; d < D; ++d) o[(long)i * D + d] = acc[d] * inv;
+  }
+}
