@@ -11,11 +11,32 @@
 //   BQ     query rows per work-group (= work-items)
 //   BKV    keys per tile held in local memory: 2·BKV·DMAX floats
 //   DMAX   the largest head size D this build accepts (sizes the private and local arrays)
+// dtype (one of): KF_DTYPE_FP32, KF_DTYPE_FP16 (half storage), KF_DTYPE_BF16 (ushort storage);
+// the arithmetic is float throughout and O is rounded once to the storage type.
 #define LOG2E 1.44269504088896340736f
 
+#if defined(KF_DTYPE_FP16)
+typedef half T;
+#define LOAD1(p) vload_half(0, (p))
+#define STORE1(v, p) vstore_half_rte((v), 0, (p))
+#elif defined(KF_DTYPE_BF16)
+typedef ushort T;
+// Round to nearest even; a NaN stays a (quiet) NaN.
+inline ushort f32_to_bf16(float f) {
+  const uint x = as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40u);
+  return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+#define LOAD1(p) as_float((uint)*(p) << 16)
+#define STORE1(v, p) (*(p) = f32_to_bf16(v))
+#else
+typedef float T;
+#define LOAD1(p) (*(p))
+#define STORE1(v, p) (*(p) = (v))
+#endif
+
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1)))
-void attention(__global const float* Q, __global const float* K, __global const float* V,
-               __global float* O, int B, int H, int HKV, int S, int D, float scale,
+void attention(__global const T* Q, __global const T* K, __global const T* V, __global T* O, int B, int H, int HKV, int S, int D, float scale,
                float rope_base, float causal) {
   __local float Ks[BKV * DMAX];  // (BKV, DMAX): rotated keys
   __local float Vs[BKV * DMAX];  // (BKV, DMAX)
@@ -24,10 +45,10 @@ void attention(__global const float* Q, __global const float* K, __global const 
   const int i0 = get_group_id(0) * BQ, h = get_group_id(1), b = get_group_id(2);
   const int i = i0 + r, hd = D / 2, g = h / (H / HKV);
   const bool is_causal = causal != 0.0f, row = i < S;
-  __global const float* q = Q + ((long)b * H + h) * S * D;
-  __global const float* k = K + ((long)b * HKV + g) * S * D;
-  __global const float* v = V + ((long)b * HKV + g) * S * D;
-  __global float* o = O + ((long)b * H + h) * S * D;
+  __global const T* q = Q + ((long)b * H + h) * S * D;
+  __global const T* k = K + ((long)b * HKV + g) * S * D;
+  __global const T* v = V + ((long)b * HKV + g) * S * D;
+  __global T* o = O + ((long)b * H + h) * S * D;
 
   for (int d = r; d < hd; d += BQ) theta[d] = pow(rope_base, -(float)(2 * d) / (float)D);
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -37,7 +58,8 @@ void attention(__global const float* Q, __global const float* K, __global const 
   for (int d = 0; d < hd; ++d) {
     float c;
     const float sn = sincos((float)i * theta[d], &c);
-    const float a = row ? q[(long)i * D + d] : 0.0f, a2 = row ? q[(long)i * D + d + hd] : 0.0f;
+    const float a = row ? LOAD1(q + (long)i * D + d) : 0.0f;
+    const float a2 = row ? LOAD1(q + (long)i * D + d + hd) : 0.0f;
     qr[d] = (a * c - a2 * sn) * qscale;
     qr[d + hd] = (a2 * c + a * sn) * qscale;
   }
@@ -53,11 +75,11 @@ void attention(__global const float* Q, __global const float* K, __global const 
       if (j < S) {
         float c;
         const float sn = sincos((float)j * theta[d], &c);
-        const float a = k[(long)j * D + d], a2 = k[(long)j * D + d + hd];
+        const float a = LOAD1(k + (long)j * D + d), a2 = LOAD1(k + (long)j * D + d + hd);
         k0 = a * c - a2 * sn;
         k1 = a2 * c + a * sn;
-        v0 = v[(long)j * D + d];
-        v1 = v[(long)j * D + d + hd];
+        v0 = LOAD1(v + (long)j * D + d);
+        v1 = LOAD1(v + (long)j * D + d + hd);
       }
       Ks[jj * DMAX + d] = k0;
       Ks[jj * DMAX + d + hd] = k1;
@@ -90,6 +112,6 @@ void attention(__global const float* Q, __global const float* K, __global const 
   }
   if (row) {
     const float inv = 1.0f / l;
-    for (int d = 0; d < D; ++d) o[(long)i * D + d] = acc[d] * inv;
+    for (int d = 0; d < D; ++d) STORE1(acc[d] * inv, o + (long)i * D + d);
   }
 }

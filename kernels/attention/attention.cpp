@@ -18,6 +18,8 @@
 //   BQ    query rows per block            BKV   keys per tile
 //   MR    rows of both micro-tiles        NV    SIMD vectors per micro-tile row
 //   VW    SIMD width in floats: 8 (AVX2), 16 (AVX-512), 0 = the widest the compiler targets
+// dtype (one of): KF_DTYPE_FP32, KF_DTYPE_FP16, KF_DTYPE_BF16 (16-bit storage); the arithmetic is
+// fp32 throughout and O is rounded once to the storage type.
 #include <cmath>
 #include <cstdlib>
 
@@ -30,6 +32,24 @@
 #endif
 #endif
 #define NR (NV * VW)
+
+#if defined(KF_DTYPE_FP16)
+typedef unsigned short T;
+static inline float to_f32(T h) { return (float)__builtin_bit_cast(_Float16, h); }
+static inline T from_f32(float f) { return __builtin_bit_cast(unsigned short, (_Float16)f); }
+#elif defined(KF_DTYPE_BF16)
+typedef unsigned short T;
+static inline float to_f32(T b) { return __builtin_bit_cast(float, (unsigned)b << 16); }
+static inline T from_f32(float f) {  // round to nearest even; NaN stays NaN
+  unsigned x = __builtin_bit_cast(unsigned, f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (T)((x >> 16) | 0x40u);
+  return (T)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+#else
+typedef float T;
+static inline float to_f32(T f) { return f; }
+static inline T from_f32(float f) { return f; }
+#endif
 
 typedef float vf __attribute__((vector_size(VW * 4)));
 typedef int vi __attribute__((vector_size(VW * 4)));
@@ -135,9 +155,9 @@ static inline void micro_pv(int keys, int DP, const float* __restrict p, const f
     for (int v = 0; v < NV; ++v) *(vf*)(acc_out + (long long)r * DP + v * VW) = acc[r][v];
 }
 
-static void attention_block(const kf_ctx& ctx, const float* Q, const float* K, const float* V,
-                            float* O, int B, int H, int HKV, int S, int D, float scale,
-                            float rope_base, float causal_flag) {
+static void attention_block(const kf_ctx& ctx, const T* Q, const T* K, const T* V, T* O, int B,
+                            int H, int HKV, int S, int D, float scale, float rope_base,
+                            float causal_flag) {
   (void)B;
   const int h = (int)ctx.block_idx.x, b = (int)ctx.block_idx.y;
   const int i0 = (int)(ctx.grid_dim.z - 1 - ctx.block_idx.z) * BQ;  // heaviest blocks first
@@ -146,10 +166,10 @@ static void attention_block(const kf_ctx& ctx, const float* Q, const float* K, c
   const bool causal = causal_flag != 0.0f;
   const int g = h / (H / HKV), half = D / 2;
   const int DP = (D + NR - 1) / NR * NR;  // head dimensions padded to whole micro-tiles
-  const float* q = Q + ((long long)b * H + h) * S * D;
-  const float* k = K + ((long long)b * HKV + g) * S * D;
-  const float* v = V + ((long long)b * HKV + g) * S * D;
-  float* o = O + ((long long)b * H + h) * S * D;
+  const T* q = Q + ((long long)b * H + h) * S * D;
+  const T* k = K + ((long long)b * HKV + g) * S * D;
+  const T* v = V + ((long long)b * HKV + g) * S * D;
+  T* o = O + ((long long)b * H + h) * S * D;
   const float* cosv = rope_table(S, D, rope_base);
   const float* sinv = cosv + (long long)S * half;
 
@@ -164,13 +184,14 @@ static void attention_block(const kf_ctx& ctx, const float* Q, const float* K, c
   const float qscale = scale * 1.44269504088896340736f;
   for (int r = 0; r < rows_p; ++r) {
     float* panel = Qp + (long long)(r / MR) * D * MR + r % MR;
-    const float* qi = q + (long long)(i0 + r) * D;
+    const T* qi = q + (long long)(i0 + r) * D;
     const float* c = cosv + (long long)(i0 + r) * half;
     const float* s = sinv + (long long)(i0 + r) * half;
     for (int d = 0; d < half; ++d) {
       const bool in = r < rows;
-      panel[d * MR] = in ? (qi[d] * c[d] - qi[d + half] * s[d]) * qscale : 0.0f;
-      panel[(d + half) * MR] = in ? (qi[d + half] * c[d] + qi[d] * s[d]) * qscale : 0.0f;
+      const float a = in ? to_f32(qi[d]) : 0.0f, a2 = in ? to_f32(qi[d + half]) : 0.0f;
+      panel[d * MR] = in ? (a * c[d] - a2 * s[d]) * qscale : 0.0f;
+      panel[(d + half) * MR] = in ? (a2 * c[d] + a * s[d]) * qscale : 0.0f;
     }
   }
   for (long long e = 0; e < (long long)rows_p * DP; ++e) Acc[e] = 0.0f;
@@ -182,16 +203,17 @@ static void attention_block(const kf_ctx& ctx, const float* Q, const float* K, c
     // 2. The key tile: RoPE, transposed; the value tile; zeros past the last key.
     for (int jj = 0; jj < BKV; ++jj) {
       const bool in = jj < cols;
-      const float* kj = k + (long long)(j0 + jj) * D;
-      const float* vj = v + (long long)(j0 + jj) * D;
+      const T* kj = k + (long long)(j0 + jj) * D;
+      const T* vj = v + (long long)(j0 + jj) * D;
       const float* c = cosv + (long long)(j0 + jj) * half;
       const float* s = sinv + (long long)(j0 + jj) * half;
       for (int d = 0; d < half; ++d) {
-        Kt[(long long)d * BKV + jj] = in ? kj[d] * c[d] - kj[d + half] * s[d] : 0.0f;
-        Kt[(long long)(d + half) * BKV + jj] = in ? kj[d + half] * c[d] + kj[d] * s[d] : 0.0f;
+        const float a = in ? to_f32(kj[d]) : 0.0f, a2 = in ? to_f32(kj[d + half]) : 0.0f;
+        Kt[(long long)d * BKV + jj] = in ? a * c[d] - a2 * s[d] : 0.0f;
+        Kt[(long long)(d + half) * BKV + jj] = in ? a2 * c[d] + a * s[d] : 0.0f;
       }
       float* vt = Vt + (long long)jj * DP;
-      for (int d = 0; d < DP; ++d) vt[d] = in && d < D ? vj[d] : 0.0f;
+      for (int d = 0; d < DP; ++d) vt[d] = in && d < D ? to_f32(vj[d]) : 0.0f;
     }
     // 3. Scores.
     for (int r0 = 0; r0 < rows_p; r0 += MR)
@@ -235,8 +257,8 @@ static void attention_block(const kf_ctx& ctx, const float* Q, const float* K, c
   for (int r = 0; r < rows; ++r) {
     const float inv = 1.0f / ml[BQ + r];
     const float* ar = Acc + (long long)r * DP;
-    float* orow = o + (long long)(i0 + r) * D;
-    for (int d = 0; d < D; ++d) orow[d] = ar[d] * inv;
+    T* orow = o + (long long)(i0 + r) * D;
+    for (int d = 0; d < D; ++d) orow[d] = from_f32(ar[d] * inv);
   }
 }
 

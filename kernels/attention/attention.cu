@@ -12,12 +12,30 @@
 //   BQ     query rows per block               TD     threads per row (a power of 2, <= 32)
 //   BKV    keys per tile in shared memory     DMAX   the largest head size D this build accepts
 // threads per block: BQ·TD; shared memory: 2·BKV·DMAX floats.
+// dtype (one of): KF_DTYPE_FP32, KF_DTYPE_FP16, KF_DTYPE_BF16 (16-bit storage); the arithmetic
+// is fp32 throughout and O is rounded once to the storage type.
+#if defined(KF_DTYPE_FP16)
+#include <cuda_fp16.h>
+typedef __half T;
+__device__ __forceinline__ float to_f32(T x) { return __half2float(x); }
+__device__ __forceinline__ T from_f32(float x) { return __float2half_rn(x); }
+#elif defined(KF_DTYPE_BF16)
+#include <cuda_bf16.h>
+typedef __nv_bfloat16 T;
+__device__ __forceinline__ float to_f32(T x) { return __bfloat162float(x); }
+__device__ __forceinline__ T from_f32(float x) { return __float2bfloat16_rn(x); }
+#else
+typedef float T;
+__device__ __forceinline__ float to_f32(T x) { return x; }
+__device__ __forceinline__ T from_f32(float x) { return x; }
+#endif
+
 #define DT (DMAX / TD)  // head dimensions per thread
 #define LOG2E 1.44269504088896340736f
 
 extern "C" __global__ void __launch_bounds__(BQ * TD)
-attention(const float* __restrict__ Q, const float* __restrict__ K, const float* __restrict__ V,
-          float* __restrict__ O, int B, int H, int HKV, int S, int D, float scale,
+attention(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict__ V,
+          T* __restrict__ O, int B, int H, int HKV, int S, int D, float scale,
           float rope_base, float causal) {
   __shared__ float Ks[BKV][DMAX];  // rotated keys
   __shared__ float Vs[BKV][DMAX];
@@ -26,10 +44,10 @@ attention(const float* __restrict__ Q, const float* __restrict__ K, const float*
   const int i0 = blockIdx.x * BQ, h = blockIdx.y, b = blockIdx.z;
   const int i = i0 + r, half = D / 2, g = h / (H / HKV);
   const bool is_causal = causal != 0.0f, row = i < S;
-  const float* q = Q + ((long long)b * H + h) * S * D;
-  const float* k = K + ((long long)b * HKV + g) * S * D;
-  const float* v = V + ((long long)b * HKV + g) * S * D;
-  float* o = O + ((long long)b * H + h) * S * D;
+  const T* q = Q + ((long long)b * H + h) * S * D;
+  const T* k = K + ((long long)b * HKV + g) * S * D;
+  const T* v = V + ((long long)b * HKV + g) * S * D;
+  T* o = O + ((long long)b * H + h) * S * D;
 
   for (int d = tid; d < half; d += BQ * TD) theta[d] = powf(rope_base, -(float)(2 * d) / (float)D);
   __syncthreads();
@@ -45,8 +63,8 @@ attention(const float* __restrict__ Q, const float* __restrict__ K, const float*
       const int dd = d < half ? d : d - half;
       float sn, c;
       sincosf((float)i * theta[dd], &sn, &c);
-      const float a = q[(long long)i * D + d];
-      const float partner = q[(long long)i * D + (d < half ? d + half : d - half)];
+      const float a = to_f32(q[(long long)i * D + d]);
+      const float partner = to_f32(q[(long long)i * D + (d < half ? d + half : d - half)]);
       qr[u] = (d < half ? a * c - partner * sn : a * c + partner * sn) * qscale;
     }
   }
@@ -61,11 +79,11 @@ attention(const float* __restrict__ Q, const float* __restrict__ K, const float*
       if (j < S) {
         float sn, c;
         sincosf((float)j * theta[d], &sn, &c);
-        const float a = k[(long long)j * D + d], a2 = k[(long long)j * D + d + half];
+        const float a = to_f32(k[(long long)j * D + d]), a2 = to_f32(k[(long long)j * D + d + half]);
         k0 = a * c - a2 * sn;
         k1 = a2 * c + a * sn;
-        v0 = v[(long long)j * D + d];
-        v1 = v[(long long)j * D + d + half];
+        v0 = to_f32(v[(long long)j * D + d]);
+        v1 = to_f32(v[(long long)j * D + d + half]);
       }
       Ks[jj][d] = k0;
       Ks[jj][d + half] = k1;
@@ -114,6 +132,6 @@ attention(const float* __restrict__ Q, const float* __restrict__ K, const float*
     const float inv = 1.0f / l;
 #pragma unroll
     for (int u = 0; u < DT; ++u)
-      if (t + u * TD < D) o[(long long)i * D + t + u * TD] = acc[u] * inv;
+      if (t + u * TD < D) o[(long long)i * D + t + u * TD] = from_f32(acc[u] * inv);
   }
 }

@@ -11,6 +11,8 @@
 //   x'[d + D/2] = x[d + D/2]·cos(pos·θ_d) + x[d]·sin(pos·θ_d)
 // so D must be even. One kernel serves both problems: the scalar `causal` (0 or 1) is fixed by
 // the problem, and `scale` changes between trials so that a kernel hard-coding 1/sqrt(D) fails.
+// fp32, or fp16/bf16 storage with fp32 arithmetic (the error model below is fp32's; the verifier
+// adds the rounding of O to the storage type).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -46,7 +48,7 @@ class Attention final : public Problem {
   Sizes default_sizes() const override {
     return {{"B", 1}, {"H", 8}, {"HKV", 2}, {"S", 1024}, {"D", 64}};
   }
-  std::vector<DType> dtypes() const override { return {DType::fp32}; }
+  std::vector<DType> dtypes() const override { return {DType::fp32, DType::fp16, DType::bf16}; }
   std::vector<TensorSpec> tensors() const override {
     return {{"Q", Role::in}, {"K", Role::in}, {"V", Role::in}, {"O", Role::out}};
   }
@@ -84,6 +86,7 @@ class Attention final : public Problem {
       if (mx <= 4) continue;
       const double f = std::ldexp(1.0, -static_cast<int>(std::ceil(std::log2(mx / 4))));
       for (double& v : x) v *= f;
+      round_to(inst.dtype, x);  // a 16-bit subnormal may lose its last bits
     }
   }
 

@@ -1,5 +1,5 @@
 // The library's attention kernels (cpu, and opencl where a device is) pass kforge's verification
-// at sizes off every tile, causal and not, with grouped-query heads; wrong variants of them (no
+// at sizes off every tile, causal and not, with grouped-query heads, fp32 and 16-bit storage; wrong variants of them (no
 // RoPE, no causal mask, the last key tile dropped) are rejected; malformed sizes exit 2 naming the
 // size; invalid parameter combinations are refused before compiling.
 #include <gtest/gtest.h>
@@ -13,13 +13,14 @@ namespace kforge {
 namespace {
 
 EvalRequest request(const std::string& problem, Lang lang, const Sizes& sizes,
-                    const ParamValues& params = {}) {
+                    const ParamValues& params = {}, DType dtype = DType::fp32) {
   const auto p = find_problem(problem);
   EvalRequest req;
   req.problem = problem;
   req.kernel = library_kernel(*p, lang);
   req.sizes = p->resolve_sizes(sizes);
   req.params = params;
+  req.dtype = dtype;
   req.backend = lang == Lang::cpp ? "cpu" : "opencl";
   return req;
 }
@@ -44,9 +45,11 @@ class Attention : public ::testing::TestWithParam<Lang> {
     if (!backend_->can_run()) GTEST_SKIP() << "cannot run here: " << backend_->device();
   }
   EvalResult run(const EvalRequest& req) { return evaluate(req, *backend_); }
-  void expect_passes(const std::string& problem, const Sizes& s, const ParamValues& params = {}) {
-    const EvalResult r = run(request(problem, GetParam(), s, params));
-    EXPECT_TRUE(r.passed()) << problem << " S=" << s.at("S") << " D=" << s.at("D") << ": "
+  void expect_passes(const std::string& problem, const Sizes& s, const ParamValues& params = {},
+                     DType dtype = DType::fp32) {
+    const EvalResult r = run(request(problem, GetParam(), s, params, dtype));
+    EXPECT_TRUE(r.passed()) << problem << " " << dtype_name(dtype) << " S=" << s.at("S")
+                            << " D=" << s.at("D") << ": "
                             << disposition_name(r.disposition) << ": " << r.error << "\n"
                             << r.compile_log;
   }
@@ -60,6 +63,9 @@ class Attention : public ::testing::TestWithParam<Lang> {
     req.verify.trials = 2;
     const EvalResult r = run(req);
     EXPECT_EQ(r.disposition, Disposition::incorrect) << to << ": " << r.error << "\n" << r.compile_log;
+    // Caught by the error bound (every output written, finite), not by a cruder check.
+    ASSERT_TRUE(r.verify.has_value());
+    EXPECT_EQ(r.verify->failed_check, "bound") << r.error;
   }
   std::unique_ptr<Backend> backend_;
 };
@@ -77,6 +83,12 @@ TEST_P(Attention, SmallTilesPass) {
                             ? ParamValues{{"BQ", 8}, {"BKV", 16}, {"MR", 2}, {"NV", 1}, {"VW", 16}}
                             : ParamValues{{"BQ", 8}, {"BKV", 8}, {"DMAX", 32}};
   expect_passes("attention.causal", {{"B", 1}, {"H", 2}, {"HKV", 2}, {"S", 17}, {"D", 30}}, p);
+}
+
+TEST_P(Attention, SixteenBitStoragePasses) {
+  const Sizes s{{"B", 2}, {"H", 3}, {"HKV", 1}, {"S", 37}, {"D", 18}};
+  expect_passes("attention.causal", s, {}, DType::fp16);
+  expect_passes("attention", s, {}, DType::bf16);
 }
 
 const Sizes kWrongShape{{"B", 1}, {"H", 2}, {"HKV", 1}, {"S", 70}, {"D", 16}};
