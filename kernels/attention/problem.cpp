@@ -96,6 +96,7 @@ class Attention final : public Problem {
   // s_ij (from RoPE's angle and sin/cos errors and the D-term dot product):
   //   |δO_id| <= 2·(Σ_j p_ij|v_jd|·E_ij + Σ_j p_ij|v_jd| · Σ_j p_ij·E_ij)   (softmax's conditioning)
   //            + Σ_j p_ij|v_jd| · 2·(exp, rescaling and summation ulps over n keys)
+//            + n·2^-126·max_j |v_jd|   (weights that underflow are flushed to zero)
   // The factor 2 on the first term covers the second-order terms while E·u is small; when it is
   // not (E·u > 0.1), the bound is the convex hull's: |δO_id| <= 2·max_j |v_jd|.
   void reference(const Instance& in, std::vector<std::vector<double>>& out,
@@ -183,6 +184,9 @@ class Attention final : public Problem {
             2 * (kExpUlps + 2 + static_cast<double>(n) * (kExpUlps + 2) + 2.0 * n + 2);
         for (std::int64_t d = 0; d < D; ++d) {
           double bound = 2 * (x[d] + w[d] * ebar) + w[d] * softmax_ulps;
+          // Weights below fp32's normal range may be flushed to zero (FTZ, or an exp2 that
+          // stops at 2^-126): each of the n terms may lose 2^-126·|v| (the running sum is >= 1).
+          bound += static_cast<double>(n) * 0x1p-126 * vmax[d] / kU;
           if (emax * kU > 0.1) bound = std::max(bound, 2 * vmax[d] / kU);
           m[row * D + d] = bound;
         }
