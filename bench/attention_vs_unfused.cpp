@@ -99,14 +99,15 @@ Row run_shape(Backend& backend, const std::string& text, std::int64_t B, std::in
     row.ratios.push_back(median(b) / median(a));
   }
 
-  // Extra memory. Fused: per worker thread the kernel's tiles (Q panel, K and V tiles, scores,
+  // Extra memory. Fused: per worker thread the kernel's tiles (Q panels, K and V tiles, scores,
   // accumulator, max and sum; head size padded to a SIMD multiple) and its S x D/2 cos/sin table.
   // Unfused: the S x S scores (reused per head), rotated Q and K, its cos/sin table.
   const double S = sh.S, D = sh.D, BQ = req.params.at("BQ"), BKV = req.params.at("BKV");
   const double vw = req.params.at("VW") > 0 ? req.params.at("VW") : __builtin_cpu_supports("avx512f") ? 16 : 8;
   const double nr = req.params.at("NV") * vw, DP = std::ceil(D / nr) * nr;
   const int workers = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
-  const double per_thread = BQ * D + D * BKV + BKV * DP + BQ * BKV + BQ * DP + 2 * BQ + S * D;
+  const double rows = static_cast<double>(H / HKV) * BQ;  // a block holds BQ positions of H/HKV heads
+  const double per_thread = rows * D + D * BKV + BKV * DP + rows * BKV + rows * DP + 2 * rows + S * D;
   row.fused_mib = workers * per_thread * 4 / (1 << 20);
   row.unfused_mib = (S * S + (B * H + B * HKV) * S * D + S * D) * 4 / (1 << 20);
   return row;

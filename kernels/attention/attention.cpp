@@ -1,7 +1,9 @@
 // attention for the cpu backend: fused RoPE + scaled dot-product attention with an online
-// softmax (problem.cpp has the math). A block owns BQ query rows of one (batch, head); it walks
-// the keys in tiles of BKV, never holding more than a BQ x BKV tile of scores:
-//   1. once per block: RoPE of the BQ query rows, times scale·log2(e) (scores then come out in
+// softmax (problem.cpp has the math). A block owns BQ query positions of one (batch, K/V head)
+// for all G = H/HKV query heads that share that K/V head (grouped-query attention), so each key
+// tile is rotated and transposed once for G·BQ query rows. It walks the keys in tiles of BKV,
+// never holding more than a G·BQ x BKV tile of scores:
+//   1. once per block: RoPE of the G·BQ query rows, times scale·log2(e) (scores then come out in
 //      log2 units, so exp2 replaces exp), packed into MR-row panels;
 //   2. per key tile: RoPE of the tile's keys, stored transposed (Kt: d-major) so that a SIMD
 //      vector holds consecutive keys; the V tile copied beside it; zeros past the last key;
@@ -15,7 +17,7 @@
 // S, D and rope_base only, and is kept while they stay the same: a rotary cache).
 //
 // Parameters (all #defines):
-//   BQ    query rows per block            BKV   keys per tile
+//   BQ    query positions per block (times G heads)     BKV   keys per tile
 //   MR    rows of both micro-tiles        NV    SIMD vectors per micro-tile row
 //   VW    SIMD width in floats: 8 (AVX2), 16 (AVX-512), 0 = the widest the compiler targets
 // dtype (one of): KF_DTYPE_FP32, KF_DTYPE_FP16, KF_DTYPE_BF16 (16-bit storage); the arithmetic is
@@ -159,48 +161,51 @@ static void attention_block(const kf_ctx& ctx, const T* Q, const T* K, const T* 
                             int H, int HKV, int S, int D, float scale, float rope_base,
                             float causal_flag) {
   (void)B;
-  const int h = (int)ctx.block_idx.x, b = (int)ctx.block_idx.y;
+  const int g = (int)ctx.block_idx.x, b = (int)ctx.block_idx.y;
   const int i0 = (int)(ctx.grid_dim.z - 1 - ctx.block_idx.z) * BQ;  // heaviest blocks first
-  const int rows = S - i0 < BQ ? S - i0 : BQ;
+  const int rows = S - i0 < BQ ? S - i0 : BQ;            // query positions of this block
   const int rows_p = (rows + MR - 1) / MR * MR;
+  const int G = H / HKV;                                 // query heads sharing K/V head g
+  const int R = G * rows_p;  // the block's rows: head g·G + r / rows_p, position i0 + r % rows_p
   const bool causal = causal_flag != 0.0f;
-  const int g = h / (H / HKV), half = D / 2;
+  const int half = D / 2;
   const int DP = (D + NR - 1) / NR * NR;  // head dimensions padded to whole micro-tiles
-  const T* q = Q + ((long long)b * H + h) * S * D;
   const T* k = K + ((long long)b * HKV + g) * S * D;
   const T* v = V + ((long long)b * HKV + g) * S * D;
-  T* o = O + ((long long)b * H + h) * S * D;
   const float* cosv = rope_table(S, D, rope_base);
   const float* sinv = cosv + (long long)S * half;
 
-  float* Qp = scratch(0, (long long)BQ * D);    // (BQ/MR, D, MR)
+  float* Qp = scratch(0, (long long)R * D);     // (R/MR, D, MR)
   float* Kt = scratch(1, (long long)D * BKV);   // (D, BKV)
   float* Vt = scratch(2, (long long)BKV * DP);  // (BKV, DP)
-  float* P = scratch(3, (long long)BQ * BKV);   // (BQ, BKV)
-  float* Acc = scratch(4, (long long)BQ * DP);  // (BQ, DP)
-  float* ml = scratch(5, 2LL * BQ);             // running max (BQ), running sum (BQ)
+  float* P = scratch(3, (long long)R * BKV);    // (R, BKV)
+  float* Acc = scratch(4, (long long)R * DP);   // (R, DP)
+  float* ml = scratch(5, 2LL * R);              // running max (R), running sum (R)
 
-  // 1. The query block: RoPE, times scale·log2(e), in MR-row panels; zeros past row S-1.
+  // 1. The query rows of the G heads: RoPE, times scale·log2(e), in MR-row panels (rows_p is a
+  //    multiple of MR, so no panel straddles two heads); zeros past position S-1.
   const float qscale = scale * 1.44269504088896340736f;
-  for (int r = 0; r < rows_p; ++r) {
+  for (int r = 0; r < R; ++r) {
+    const int rr = r % rows_p;
+    const bool in = rr < rows;
     float* panel = Qp + (long long)(r / MR) * D * MR + r % MR;
-    const T* qi = q + (long long)(i0 + r) * D;
-    const float* c = cosv + (long long)(i0 + r) * half;
-    const float* s = sinv + (long long)(i0 + r) * half;
+    const T* qi = Q + (((long long)b * H + g * G + r / rows_p) * S + i0 + rr) * D;
+    const float* c = cosv + (long long)(i0 + rr) * half;
+    const float* s = sinv + (long long)(i0 + rr) * half;
     for (int d = 0; d < half; ++d) {
-      const bool in = r < rows;
       const float a = in ? to_f32(qi[d]) : 0.0f, a2 = in ? to_f32(qi[d + half]) : 0.0f;
       panel[d * MR] = in ? (a * c[d] - a2 * s[d]) * qscale : 0.0f;
       panel[(d + half) * MR] = in ? (a2 * c[d] + a * s[d]) * qscale : 0.0f;
     }
   }
-  for (long long e = 0; e < (long long)rows_p * DP; ++e) Acc[e] = 0.0f;
-  for (int r = 0; r < BQ; ++r) ml[r] = -INFINITY, ml[BQ + r] = 0.0f;
+  for (long long e = 0; e < (long long)R * DP; ++e) Acc[e] = 0.0f;
+  for (int r = 0; r < R; ++r) ml[r] = -INFINITY, ml[R + r] = 0.0f;
 
   const int kv_end = causal ? i0 + rows : S;  // keys any row of this block sees
   for (int j0 = 0; j0 < kv_end; j0 += BKV) {
     const int cols = kv_end - j0 < BKV ? kv_end - j0 : BKV;
-    // 2. The key tile: RoPE, transposed; the value tile; zeros past the last key.
+    // 2. The key tile, once for the G heads: RoPE, transposed; the value tile; zeros past the
+    //    last key.
     for (int jj = 0; jj < BKV; ++jj) {
       const bool in = jj < cols;
       const T* kj = k + (long long)(j0 + jj) * D;
@@ -216,14 +221,15 @@ static void attention_block(const kf_ctx& ctx, const T* Q, const T* K, const T* 
       for (int d = 0; d < DP; ++d) vt[d] = in && d < D ? to_f32(vj[d]) : 0.0f;
     }
     // 3. Scores.
-    for (int r0 = 0; r0 < rows_p; r0 += MR)
+    for (int r0 = 0; r0 < R; r0 += MR)
       for (int c0 = 0; c0 < BKV; c0 += NR)
         micro_qk(D, Qp + (long long)r0 * D, Kt + c0, P + (long long)r0 * BKV + c0);
     // 4. Online softmax, row by row.
-    for (int r = 0; r < rows_p; ++r) {
+    for (int r = 0; r < R; ++r) {
       float* pr = P + (long long)r * BKV;
+      const int rr = r % rows_p;
       // Keys jj < seen are visible to this row; the others (past S, or after the diagonal) are masked.
-      int seen = r >= rows ? 0 : causal && i0 + r - j0 + 1 < cols ? i0 + r - j0 + 1 : cols;
+      int seen = rr >= rows ? 0 : causal && i0 + rr - j0 + 1 < cols ? i0 + rr - j0 + 1 : cols;
       if (seen < 0) seen = 0;
       for (int jj = seen; jj < BKV; ++jj) pr[jj] = -INFINITY;
       if (seen == 0) {
@@ -243,21 +249,23 @@ static void attention_block(const kf_ctx& ctx, const T* Q, const T* K, const T* 
       float l = 0.0f;
       for (int e = 0; e < VW; ++e) l += sum[e];
       ml[r] = m_new;
-      ml[BQ + r] = ml[BQ + r] * alpha + l;
+      ml[R + r] = ml[R + r] * alpha + l;
       if (alpha != 1.0f) {
         float* ar = Acc + (long long)r * DP;
         for (int d = 0; d < DP; ++d) ar[d] *= alpha;
       }
     }
     // 5. Acc += P · V.
-    for (int r0 = 0; r0 < rows_p; r0 += MR)
+    for (int r0 = 0; r0 < R; r0 += MR)
       for (int c0 = 0; c0 < DP; c0 += NR)
         micro_pv(cols, DP, P + (long long)r0 * BKV, Vt + c0, Acc + (long long)r0 * DP + c0);
   }
-  for (int r = 0; r < rows; ++r) {
-    const float inv = 1.0f / ml[BQ + r];
+  for (int r = 0; r < R; ++r) {
+    const int rr = r % rows_p;
+    if (rr >= rows) continue;
+    const float inv = 1.0f / ml[R + r];
     const float* ar = Acc + (long long)r * DP;
-    T* orow = o + (long long)(i0 + r) * D;
+    T* orow = O + (((long long)b * H + g * G + r / rows_p) * S + i0 + rr) * D;
     for (int d = 0; d < D; ++d) orow[d] = from_f32(ar[d] * inv);
   }
 }

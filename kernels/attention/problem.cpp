@@ -93,7 +93,8 @@ class Attention final : public Problem {
   // In double, materializing each row of scores. Beside each output, the first-order error
   // bound of a correct fp32 kernel, in units of u (so reduction_length is 1 and the verifier's
   // γ_1 ≈ u turns it into an absolute bound). Per query row i, with the error E_ij of score
-  // s_ij (from RoPE's angle and sin/cos errors and the D-term dot product):
+  // s_ij (from RoPE's angle and sin/cos errors, the D-term dot product, and the roundings of
+  // the exponents s - max in the kernel's softmax):
   //   |δO_id| <= 2·(Σ_j p_ij|v_jd|·E_ij + Σ_j p_ij|v_jd| · Σ_j p_ij·E_ij)   (softmax's conditioning)
   //            + Σ_j p_ij|v_jd| · 2·(exp, rescaling and summation ulps over n keys)
 //            + n·2^-126·max_j |v_jd|   (weights that underflow are flushed to zero)
@@ -162,7 +163,12 @@ class Attention final : public Problem {
           mx = std::max(mx, s[j]);
         }
         double sum = 0, ebar = 0, emax = 0;
-        for (std::int64_t j = 0; j < n; ++j) sum += e[j] = std::exp(s[j] - mx);
+        for (std::int64_t j = 0; j < n; ++j) {
+          sum += e[j] = std::exp(s[j] - mx);
+          // s - max is rounded once, and the rescalings' exponents (max_old - max_new) sum to
+          // at most max - s: each moves p_j by up to u·(max - s_j) relatively.
+          err[j] += 2 * (mx - s[j]);
+        }
         std::fill(x.begin(), x.end(), 0.0);
         std::fill(w.begin(), w.end(), 0.0);
         std::fill(vmax.begin(), vmax.end(), 0.0);
