@@ -32,6 +32,7 @@ __device__ __forceinline__ T from_f32(float x) { return x; }
 
 #define DT (DMAX / TD)  // head dimensions per thread
 #define LOG2E 1.44269504088896340736f
+#define NEG_INF __int_as_float(0xff800000)  // NVRTC has no <cmath>: no INFINITY
 
 extern "C" __global__ void __launch_bounds__(BQ * TD)
 attention(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict__ V,
@@ -68,7 +69,7 @@ attention(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict_
       qr[u] = (d < half ? a * c - partner * sn : a * c + partner * sn) * qscale;
     }
   }
-  float m = -INFINITY, l = 0.0f;
+  float m = NEG_INF, l = 0.0f;
 
   const int last = is_causal ? min(S, i0 + BQ) : S;  // keys any row of the block sees
   const int mine = min(is_causal ? i + 1 : S, S);    // keys this row sees
@@ -100,7 +101,7 @@ attention(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict_
     // (past this row's last key) become -inf.
     const int seen = row ? min(BKV, mine - j0) : 0;
     float s[BKV];
-    float mt = -INFINITY;
+    float mt = NEG_INF;
 #pragma unroll
     for (int jj = 0; jj < BKV; ++jj) {
       float dot = 0.0f;
@@ -108,7 +109,7 @@ attention(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict_
       for (int u = 0; u < DT; ++u) dot = fmaf(qr[u], Ks[jj][t + u * TD], dot);
 #pragma unroll
       for (int off = TD / 2; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off, TD);
-      s[jj] = jj < seen ? dot : -INFINITY;
+      s[jj] = jj < seen ? dot : NEG_INF;
       mt = fmaxf(mt, s[jj]);
     }
     if (seen > 0) {

@@ -46,7 +46,7 @@ class Attention final : public Problem {
   }
   std::vector<std::string> size_names() const override { return {"B", "H", "HKV", "S", "D"}; }
   Sizes default_sizes() const override {
-    return {{"B", 1}, {"H", 8}, {"HKV", 2}, {"S", 1024}, {"D", 64}};
+    return {{"B", 1}, {"H", 8}, {"HKV", 2}, {"S", 512}, {"D", 64}};
   }
   std::vector<DType> dtypes() const override { return {DType::fp32, DType::fp16, DType::bf16}; }
   std::vector<TensorSpec> tensors() const override {

@@ -54,8 +54,8 @@ class Attention : public ::testing::TestWithParam<Lang> {
   }
   // The library kernel with `from` replaced by `to`: it must be rejected as incorrect.
   void expect_rejected(const std::string& problem, const Sizes& s, const std::string& from,
-                       const std::string& to) {
-    EvalRequest req = request(problem, GetParam(), s);
+                       const std::string& to, const ParamValues& params = {}) {
+    EvalRequest req = request(problem, GetParam(), s, params);
     const auto at = req.kernel.source.find(from);
     ASSERT_NE(at, std::string::npos) << "the kernel no longer contains: " << from;
     req.kernel.source.replace(at, from.size(), to);
@@ -107,10 +107,11 @@ TEST_P(Attention, KernelIgnoringTheMaskIsRejected) {
 }
 
 TEST_P(Attention, KernelDroppingTheLastKeyTileIsRejected) {
-  // S = 70 is not a multiple of the key tile (64 on cpu, 32 on opencl): a loop that stops at
-  // the last whole tile misses the last 6 keys, about a tenth of every row's softmax weight.
+  // S = 70 is not a multiple of the key tile (32): a loop that stops at the last whole tile
+  // misses the last 6 keys, about a tenth of every row's softmax weight.
   if (GetParam() == Lang::cpp)
-    expect_rejected("attention", kWrongShape, "j0 < kv_end; j0 += BKV", "j0 + BKV <= kv_end; j0 += BKV");
+    expect_rejected("attention", kWrongShape, "j0 < kv_end; j0 += BKV", "j0 + BKV <= kv_end; j0 += BKV",
+                    {{"BKV", 32}});
   else
     expect_rejected("attention", kWrongShape, "j0 < last; j0 += BKV", "j0 + BKV <= last; j0 += BKV");
 }
