@@ -10,6 +10,8 @@ std::shared_ptr<Problem> make_rmsnorm_problem();
 std::shared_ptr<Problem> make_layernorm_problem();
 std::shared_ptr<Problem> make_activation_problem(const std::string& fn);
 std::shared_ptr<Problem> make_reduce_problem(const std::string& op, int axis);
+std::shared_ptr<Problem> make_attention_problem();
+std::shared_ptr<Problem> make_attention_causal_problem();
 
 const std::vector<std::shared_ptr<Problem>>& problems() {
   static const std::vector<std::shared_ptr<Problem>> all = {
@@ -37,6 +39,8 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_reduce_problem("max", 0),
       make_reduce_problem("argmax", 1),
       make_reduce_problem("argmax", 0),
+      make_attention_problem(),
+      make_attention_causal_problem(),
   };
   return all;
 }

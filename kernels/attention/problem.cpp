@@ -1,0 +1,240 @@
+// attention and attention.causal: scaled dot-product attention with rotary position embedding
+// (RoPE) and grouped-query attention, per batch b and query head h:
+//
+//   O[b,h] = softmax(scale · RoPE(Q[b,h]) · RoPE(K[b,g])ᵀ  [+ causal mask]) · V[b,g],
+//   g = h / (H / HKV)  (each K/V head serves H/HKV consecutive query heads)
+//
+// Layouts (row-major): Q, O (B, H, S, D); K, V (B, HKV, S, D). Query i and key j both sit at
+// position i (resp. j) in 0..S-1. The causal problem lets query i see keys j <= i only.
+// RoPE is rotate-half (GPT-NeoX / LLaMA): for d < D/2, with θ_d = rope_base^(-2d/D),
+//   x'[d]       = x[d]·cos(pos·θ_d) − x[d + D/2]·sin(pos·θ_d)
+//   x'[d + D/2] = x[d + D/2]·cos(pos·θ_d) + x[d]·sin(pos·θ_d)
+// so D must be even. One kernel serves both problems: the scalar `causal` (0 or 1) is fixed by
+// the problem, and `scale` changes between trials so that a kernel hard-coding 1/sqrt(D) fails.
+// fp32, or fp16/bf16 storage with fp32 arithmetic (the error model below is fp32's; the verifier
+// adds the rounding of O to the storage type).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "unfused.hpp"
+#include "kforge/error.hpp"
+#include "kforge/problem.hpp"
+#include "kforge/util.hpp"
+
+namespace kforge {
+namespace {
+
+// The error model: what a correct fp32 kernel may get wrong, in units of fp32's roundoff u.
+// The reference turns it into a first-order bound per output element (see reference()).
+constexpr double kU = 0x1p-24;
+constexpr double kTrigUlps = 4;   // sin/cos of an fp32 angle (OpenCL's limit; CUDA 2, glibc 1)
+constexpr double kThetaUlps = 4;  // θ_d = pow(base, -2d/D) in fp32 (3 ulp), then pos·θ_d rounded
+constexpr double kExpUlps = 4;    // exp/exp2 of an fp32 argument, and its rounding
+constexpr double kExtraScoreUlps = 4;  // scale (and log2 e) folded into q, then s - max
+
+class Attention final : public Problem {
+ public:
+  explicit Attention(bool causal) : causal_(causal) {}
+
+  std::string name() const override { return causal_ ? "attention.causal" : "attention"; }
+  std::string description() const override {
+    return std::string(causal_ ? "causal " : "") +
+           "attention O = softmax(scale*RoPE(Q)*RoPE(K)^T)*V, rotate-half RoPE, grouped-query "
+           "(HKV K/V heads); Q,O (B,H,S,D), K,V (B,HKV,S,D)";
+  }
+  std::vector<std::string> size_names() const override { return {"B", "H", "HKV", "S", "D"}; }
+  Sizes default_sizes() const override {
+    return {{"B", 1}, {"H", 8}, {"HKV", 2}, {"S", 512}, {"D", 64}};
+  }
+  std::vector<DType> dtypes() const override { return {DType::fp32, DType::fp16, DType::bf16}; }
+  std::vector<TensorSpec> tensors() const override {
+    return {{"Q", Role::in}, {"K", Role::in}, {"V", Role::in}, {"O", Role::out}};
+  }
+  std::vector<std::string> scalar_names() const override { return {"scale", "rope_base", "causal"}; }
+  std::int64_t tensor_elements(std::size_t t, const Sizes& s) const override {
+    const std::int64_t heads = t == 1 || t == 2 ? s.at("HKV") : s.at("H");
+    return s.at("B") * heads * s.at("S") * s.at("D");
+  }
+  // 0.125 is 1/sqrt(64); 0.375 is not 1/sqrt of any head size a kernel might assume.
+  std::map<std::string, double> scalars_for_trial(int trial) const override {
+    return {{"scale", trial % 2 == 0 ? 0.125 : 0.375}, {"rope_base", 10000.0},
+            {"causal", causal_ ? 1.0 : 0.0}};
+  }
+
+  void check_sizes(const Sizes& s) const override {
+    Problem::check_sizes(s);
+    const auto D = s.at("D"), H = s.at("H"), HKV = s.at("HKV");
+    if (D % 2 != 0)
+      throw UsageError("size D=" + std::to_string(D) +
+                       " must be even: rotate-half RoPE pairs dimension d with d + D/2");
+    if (D > 256) throw UsageError("size D=" + std::to_string(D) + " is above the largest head size, 256");
+    if (H % HKV != 0)
+      throw UsageError("size H=" + std::to_string(H) + " must be a multiple of HKV=" +
+                       std::to_string(HKV) + " (each K/V head serves H/HKV query heads)");
+  }
+
+  // Scores must stay in a range where softmax is not a step function of rounding: Q and K are
+  // scaled by a power of two (exact) so that |q|, |k| <= 4. V and the distributions' shapes
+  // (wide, sparse, integers) are kept.
+  void condition_inputs(Instance& inst, std::uint64_t, int) const override {
+    for (std::size_t t : {0u, 1u}) {
+      auto& x = inst.tensors[t];
+      double mx = 0;
+      for (double v : x) mx = std::max(mx, std::fabs(v));
+      if (mx <= 4) continue;
+      const double f = std::ldexp(1.0, -static_cast<int>(std::ceil(std::log2(mx / 4))));
+      for (double& v : x) v *= f;
+      round_to(inst.dtype, x);  // a 16-bit subnormal may lose its last bits
+    }
+  }
+
+  // In double, materializing each row of scores. Beside each output, the first-order error
+  // bound of a correct fp32 kernel, in units of u (so reduction_length is 1 and the verifier's
+  // γ_1 ≈ u turns it into an absolute bound). Per query row i, with the error E_ij of score
+  // s_ij (from RoPE's angle and sin/cos errors, the D-term dot product, and the roundings of
+  // the exponents s - max in the kernel's softmax):
+  //   |δO_id| <= 2·(Σ_j p_ij|v_jd|·E_ij + Σ_j p_ij|v_jd| · Σ_j p_ij·E_ij)   (softmax's conditioning)
+  //            + Σ_j p_ij|v_jd| · 2·(exp, rescaling and summation ulps over n keys)
+//            + n·2^-126·max_j |v_jd|   (weights that underflow are flushed to zero)
+  // The factor 2 on the first term covers the second-order terms while E·u is small; when it is
+  // not (E·u > 0.1), the bound is the convex hull's: |δO_id| <= 2·max_j |v_jd|.
+  void reference(const Instance& in, std::vector<std::vector<double>>& out,
+                 std::vector<std::vector<double>>& mag) const override {
+    const std::int64_t B = in.sizes.at("B"), H = in.sizes.at("H"), HKV = in.sizes.at("HKV"),
+                       S = in.sizes.at("S"), D = in.sizes.at("D"), half = D / 2;
+    const double scale = in.scalars.at("scale"), base = in.scalars.at("rope_base");
+    const bool causal = in.scalars.at("causal") != 0;
+    const auto &Q = in.tensors[0], &K = in.tensors[1], &V = in.tensors[2];
+
+    // RoPE of every row, exact in double, and the error weight of each rotated element:
+    // |x'_d - fl(x'_d)| <= u·w_d with w_d = (|x_d| + |x_pair|)·(trig ulps + 2 + angle error).
+    std::vector<double> theta(half), theta_err(half);
+    for (std::int64_t d = 0; d < half; ++d) {
+      theta[d] = std::pow(base, -2.0 * d / D);
+      theta_err[d] = theta[d] * (kThetaUlps + std::fabs(std::log(theta[d])));  // + exponent rounding
+    }
+    const auto rope = [&](const std::vector<double>& x, std::int64_t rows, std::vector<double>& r,
+                          std::vector<double>& w) {
+      r.assign(rows * S * D, 0.0);
+      w.assign(rows * S * D, 0.0);
+      for (std::int64_t row = 0; row < rows * S; ++row) {
+        const double pos = static_cast<double>(row % S);
+        const double* xr = &x[row * D];
+        for (std::int64_t d = 0; d < half; ++d) {
+          const double c = std::cos(pos * theta[d]), s = std::sin(pos * theta[d]);
+          const double a = xr[d], b = xr[d + half];
+          r[row * D + d] = a * c - b * s;
+          r[row * D + d + half] = b * c + a * s;
+          const double e = (std::fabs(a) + std::fabs(b)) * (kTrigUlps + 2 + pos * theta_err[d]);
+          w[row * D + d] = w[row * D + d + half] = e;
+        }
+      }
+    };
+    std::vector<double> qr, qw, kr, kw;
+    rope(Q, B * H, qr, qw);
+    rope(K, B * HKV, kr, kw);
+    // Per key, the weight its |k'| and error carry into E_ij: (D + extra)|k'_d| + w_d.
+    std::vector<double> kc(kr.size());
+    for (std::size_t e = 0; e < kr.size(); ++e)
+      kc[e] = (static_cast<double>(D) + kExtraScoreUlps) * std::fabs(kr[e]) + kw[e];
+
+    std::vector<double> o(B * H * S * D), m(B * H * S * D);
+    parallel_for(B * H * S, [&](std::int64_t r0, std::int64_t r1) {
+      std::vector<double> s(S), e(S), err(S), w(D), x(D), vmax(D);
+      for (std::int64_t row = r0; row < r1; ++row) {
+        const std::int64_t i = row % S, bh = row / S, b = bh / H, h = bh % H;
+        const std::int64_t kv = (b * HKV + h / (H / HKV)) * S;  // first row of this K/V head
+        const double* q = &qr[row * D];
+        const double* qe = &qw[row * D];
+        const std::int64_t n = causal ? i + 1 : S;  // keys this query sees
+        double mx = -std::numeric_limits<double>::infinity();
+        for (std::int64_t j = 0; j < n; ++j) {
+          const double* k = &kr[(kv + j) * D];
+          const double* kcj = &kc[(kv + j) * D];
+          double dot = 0, ej = 0;
+          for (std::int64_t d = 0; d < D; ++d) {
+            dot += q[d] * k[d];
+            ej += std::fabs(q[d]) * kcj[d] + qe[d] * std::fabs(k[d]);
+          }
+          s[j] = scale * dot;
+          err[j] = scale * ej;
+          mx = std::max(mx, s[j]);
+        }
+        double sum = 0, ebar = 0, emax = 0;
+        for (std::int64_t j = 0; j < n; ++j) {
+          sum += e[j] = std::exp(s[j] - mx);
+          // s - max is rounded once, and the rescalings' exponents (max_old - max_new) sum to
+          // at most max - s: each moves p_j by up to u·(max - s_j) relatively.
+          err[j] += 2 * (mx - s[j]);
+        }
+        std::fill(x.begin(), x.end(), 0.0);
+        std::fill(w.begin(), w.end(), 0.0);
+        std::fill(vmax.begin(), vmax.end(), 0.0);
+        double* orow = &o[row * D];
+        std::fill(orow, orow + D, 0.0);
+        for (std::int64_t j = 0; j < n; ++j) {
+          const double p = e[j] / sum;
+          ebar += p * err[j];
+          emax = std::max(emax, err[j]);
+          const double* v = &V[(kv + j) * D];
+          for (std::int64_t d = 0; d < D; ++d) {
+            orow[d] += p * v[d];
+            w[d] += p * std::fabs(v[d]);
+            x[d] += p * std::fabs(v[d]) * err[j];
+            vmax[d] = std::max(vmax[d], std::fabs(v[d]));
+          }
+        }
+        const double softmax_ulps =
+            2 * (kExpUlps + 2 + static_cast<double>(n) * (kExpUlps + 2) + 2.0 * n + 2);
+        for (std::int64_t d = 0; d < D; ++d) {
+          double bound = 2 * (x[d] + w[d] * ebar) + w[d] * softmax_ulps;
+          // Weights below fp32's normal range may be flushed to zero (FTZ, or an exp2 that
+          // stops at 2^-126): each of the n terms may lose 2^-126·|v| (the running sum is >= 1).
+          bound += static_cast<double>(n) * 0x1p-126 * vmax[d] / kU;
+          if (emax * kU > 0.1) bound = std::max(bound, 2 * vmax[d] / kU);
+          m[row * D + d] = bound;
+        }
+      }
+    });
+    out = {std::move(o)};
+    mag = {std::move(m)};
+  }
+
+  // The magnitude is already an error bound in units of u (see reference()).
+  double reduction_length(const Sizes&) const override { return 1; }
+  // Two matrix products per (b, h): S·S·D multiply-adds each, halved (plus the diagonal) when
+  // causal. exp, RoPE and the softmax sums are not counted.
+  double flops(const Sizes& s) const override {
+    const double S = s.at("S"), pairs = causal_ ? S * (S + 1) / 2 : S * S;
+    return 4.0 * s.at("B") * s.at("H") * pairs * s.at("D");
+  }
+  double bytes(const Sizes& s, DType t) const override {
+    const double rows = static_cast<double>(s.at("B")) * s.at("S") * s.at("D");
+    return (2 * s.at("H") + 2 * s.at("HKV")) * rows * dtype_size(t);
+  }
+
+  // The unfused composition a user writes: RoPE pass, sgemm Q·Kᵀ, softmax pass, sgemm P·V.
+  std::function<void()> baseline(const Instance& in, int threads) const override {
+    const int nthreads = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
+    auto peer = std::make_shared<attention::Unfused>(in, nthreads);
+    return [peer] { peer->run(); };
+  }
+  std::string baseline_name() const override { return "unfused_rope_sgemm_softmax_sgemm"; }
+
+  std::vector<std::string> kernel_specs() const override {
+    return {"kernels/attention/attention_cpu.json", "kernels/attention/attention_opencl.json",
+            "kernels/attention/attention_cuda.json"};
+  }
+
+ private:
+  bool causal_;
+};
+
+}  // namespace
+
+std::shared_ptr<Problem> make_attention_problem() { return std::make_shared<Attention>(false); }
+std::shared_ptr<Problem> make_attention_causal_problem() { return std::make_shared<Attention>(true); }
+
+}  // namespace kforge
