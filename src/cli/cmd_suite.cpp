@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/bench_store.hpp"
 #include "cli/common.hpp"
 #include "cli/measure_flags.hpp"
 #include "kforge/backend.hpp"
@@ -22,6 +23,7 @@ struct SuiteOptions : InstanceOptions {
   std::string problems;  // comma-separated filter; empty: all
   bool csv = false;
   MeasureFlags measure;
+  BenchStoreOptions store;  // each problem runs its best stored configuration, if any
 };
 
 std::string now_iso() {
@@ -41,8 +43,9 @@ std::string sizes_for(const Problem& p, const std::string& spec) {
   return out;
 }
 
-nlohmann::json entry_json(const EvalResult& r) {
+nlohmann::json entry_json(const EvalResult& r, const ParamsSource& source) {
   nlohmann::json j = r.to_json();
+  j.update(source.to_json());
   const std::string name = fmt::format("{}/{}/{}/{}", r.problem, r.backend, format_sizes(r.sizes),
                                        dtype_name(r.dtype));
   j["name"] = name;
@@ -58,17 +61,21 @@ nlohmann::json entry_json(const EvalResult& r) {
 }
 
 nlohmann::json summary_json(const std::vector<EvalResult>& results) {
-  std::vector<SuiteEntry> entries;
+  // fast_p is over the entries whose problem has a baseline (a speedup needs one); the
+  // geometric-mean SOL is over all of them.
+  std::vector<SuiteEntry> entries, with_baseline;
   int correct = 0;
   for (const auto& r : results) {
     entries.push_back({r.passed(), r.speedup(), r.roofline ? r.roofline->sol_fraction : 0.0});
+    if (r.baseline) with_baseline.push_back(entries.back());
     correct += r.passed() ? 1 : 0;
   }
   return {{"entries", results.size()},
           {"correct", correct},
-          {"fast_1.0", fast_p(entries, 1.0)},
-          {"fast_1.5", fast_p(entries, 1.5)},
-          {"fast_2.0", fast_p(entries, 2.0)},
+          {"with_baseline", with_baseline.size()},
+          {"fast_1.0", fast_p(with_baseline, 1.0)},
+          {"fast_1.5", fast_p(with_baseline, 1.5)},
+          {"fast_2.0", fast_p(with_baseline, 2.0)},
           {"geomean_sol_fraction", geomean_sol(entries)}};
 }
 
@@ -98,20 +105,29 @@ void print_csv(const std::vector<EvalResult>& results) {
   }
 }
 
-void print_table(const std::vector<EvalResult>& results, const nlohmann::json& summary) {
-  fmt::print("{:<8} {:<7} {:<12} {:<20} {:<11} {:>10} {:>9} {:>9} {:>6} {:>6}\n", "problem",
-             "backend", "kernel", "sizes", "status", "time ms", "GFLOP/s", "speedup", "SOL%", "score");
+void print_table(const std::vector<EvalResult>& results, const std::vector<ParamsSource>& sources,
+                 const nlohmann::json& summary) {
+  std::size_t wp = 7, wk = 6, ws = 5;  // column widths: the longest problem, kernel, sizes
   for (const auto& r : results) {
-    const auto& rf = r.roofline;
-    fmt::print("{:<8} {:<7} {:<12} {:<20} {:<11} {:>10.3f} {:>9.1f} {:>8.2f}x {:>6.1f} {:>6}\n",
-               r.problem, r.backend, r.kernel, format_sizes(r.sizes), disposition_name(r.disposition),
-               r.timing ? r.timing->median_s * 1e3 : 0.0, r.gflops, r.speedup(),
-               rf ? 100 * rf->sol_fraction : 0.0,
-               rf && rf->score ? fmt::format("{:.3f}", *rf->score) : "-");
+    wp = std::max(wp, r.problem.size());
+    wk = std::max(wk, r.kernel.size());
+    ws = std::max(ws, format_sizes(r.sizes).size());
   }
-  fmt::print("\n{} entries, {} correct: fast_1.0 {:.2f}  fast_1.5 {:.2f}  fast_2.0 {:.2f}  "
-             "geomean SOL {:.1f}%\n",
-             summary["entries"].get<int>(), summary["correct"].get<int>(),
+  fmt::print("{:<{}} {:<7} {:<{}} {:<{}} {:<7} {:<11} {:>10} {:>9} {:>7} {:>9} {:>6} {:>6}\n", "problem", wp,
+             "backend", "kernel", wk, "sizes", ws, "params", "status", "time ms", "GFLOP/s", "GB/s", "speedup",
+             "SOL%", "score");
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const EvalResult& r = results[i];
+    const auto& rf = r.roofline;
+    fmt::print("{:<{}} {:<7} {:<{}} {:<{}} {:<7} {:<11} {:>10.3f} {:>9.1f} {:>7.1f} {:>9} {:>6.1f} {:>6}\n",
+               r.problem, wp, r.backend, r.kernel, wk, format_sizes(r.sizes), ws, sources[i].source,
+               disposition_name(r.disposition), r.timing ? r.timing->median_s * 1e3 : 0.0, r.gflops,
+               r.gbytes_s, r.baseline ? fmt::format("{:.2f}x", r.speedup()) : "-",
+               rf ? 100 * rf->sol_fraction : 0.0, rf && rf->score ? fmt::format("{:.3f}", *rf->score) : "-");
+  }
+  fmt::print("\n{} entries, {} correct; of the {} with a baseline: fast_1.0 {:.2f}  fast_1.5 {:.2f}  "
+             "fast_2.0 {:.2f}; geomean SOL {:.1f}%\n",
+             summary["entries"].get<int>(), summary["correct"].get<int>(), summary["with_baseline"].get<int>(),
              summary["fast_1.0"].get<double>(), summary["fast_1.5"].get<double>(),
              summary["fast_2.0"].get<double>(), 100 * summary["geomean_sol_fraction"].get<double>());
 }
@@ -128,11 +144,14 @@ void add_suite(CLI::App& app, int& code) {
   cmd->add_option("--problem", o->problems, "only these problems (comma-separated)");
   cmd->add_flag("--csv", o->csv, "print CSV rows instead of a table");
   o->measure.add_to(*cmd);
+  o->store.add_to(*cmd);
   cmd->callback([o, &code] {
+    if (!o->params.empty()) throw UsageError("suite runs every problem: --params does not apply (tune, then the suite reads the store)");
     if (o->json && o->csv) throw UsageError("choose one of --json and --csv");
     const auto wanted = o->problems.empty() ? std::vector<std::string>{} : split(o->problems, ',');
     for (const auto& w : wanted) (void)find_problem(w);  // an unknown name: a usage error
     std::vector<EvalResult> results;
+    std::vector<ParamsSource> sources;
     nlohmann::json ceilings_json = nlohmann::json::array();
     const auto names = backend_list(o->backends);
     std::size_t total = 0, done = 0;
@@ -153,6 +172,7 @@ void add_suite(CLI::App& app, int& code) {
         req.bench = true;
         req.baseline = true;
         o->measure.apply(req.measure);
+        sources.push_back(o->store.choose(req, *backend, ""));
         results.push_back(evaluate(req, *backend));
         progress("suite", static_cast<int>(++done), static_cast<int>(total));
       }
@@ -160,7 +180,7 @@ void add_suite(CLI::App& app, int& code) {
     code = exit_code(results);
     const nlohmann::json summary = summary_json(results);
     if (o->csv) return print_csv(results);
-    if (!o->json) return print_table(results, summary);
+    if (!o->json) return print_table(results, sources, summary);
     nlohmann::json context = machine_info().to_json();
     context["date"] = now_iso();
 #ifdef NDEBUG
@@ -176,7 +196,7 @@ void add_suite(CLI::App& app, int& code) {
                                                           o->measure.max_time_s)}};
     context["ceilings"] = ceilings_json;
     nlohmann::json doc = {{"context", context}, {"benchmarks", nlohmann::json::array()}, {"summary", summary}};
-    for (const auto& r : results) doc["benchmarks"].push_back(entry_json(r));
+    for (std::size_t i = 0; i < results.size(); ++i) doc["benchmarks"].push_back(entry_json(results[i], sources[i]));
     fmt::print("{}\n", doc.dump(2));
   });
 }

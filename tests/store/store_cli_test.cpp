@@ -118,6 +118,13 @@ TEST(StoreCli, DbListShowExportImportAndBenchReadTheStore) {
   EXPECT_EQ(user.at("params_source"), "user");
   const json other = parse_or_fail(kforge_cli("bench gemm --size M=41,N=24,K=16 --threads 2 --no-baseline --json" + dbopt));
   EXPECT_EQ(other.at("params_source"), "default") << "no tuned configuration for these sizes";
+
+  // So does the suite, problem by problem.
+  const json suite = parse_or_fail(kforge_cli("suite --problem gemm --backend cpu --size M=40,N=24,K=16 "
+                                              "--threads 2 --quick --repetitions 3 --json" + dbopt));
+  ASSERT_EQ(suite.at("benchmarks").size(), 1u);
+  EXPECT_EQ(suite.at("benchmarks")[0].at("params_source"), "store");
+  EXPECT_EQ(suite.at("benchmarks")[0].at("params"), best_params);
 }
 
 }  // namespace
