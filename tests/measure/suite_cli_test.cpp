@@ -14,7 +14,8 @@ namespace kforge::test {
 namespace {
 
 const std::string kCli = KFORGE_CLI_PATH;
-const std::string kSmall = " --backend cpu --size M=96,N=80,K=72 --trials 1 --repetitions 5 ";
+// gemm only: every kernel family adds a problem, and this test counts entries.
+const std::string kSmall = " --backend cpu --problem gemm --size M=96,N=80,K=72 --trials 1 --repetitions 5 ";
 
 TEST(SuiteCli, JsonHasContextBenchmarksAndSummary) {
   const CommandResult r = run_command(kCli + " suite" + kSmall + "--json");
