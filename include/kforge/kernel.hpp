@@ -72,9 +72,9 @@ struct KernelSpec {
   // that fails), so invalid combinations are refused before compiling.
   [[nodiscard]] std::optional<std::string> check(const ParamValues& p, const Sizes& s) const;
   [[nodiscard]] LaunchGeometry geometry(const ParamValues& p, const Sizes& s) const;
-  [[nodiscard]] std::uint64_t space_size() const;
+  [[nodiscard]] std::uint64_t space_size() const;  // the Cartesian product, before constraints
   // Whether every "applies" expression holds at these sizes.
-  [[nodiscard]] bool applies_to(const Sizes& s) const;  // the Cartesian product, before constraints
+  [[nodiscard]] bool applies_to(const Sizes& s) const;
 };
 
 // Parses "A=1,B=2" into values; throws UsageError naming the bad item.

@@ -37,7 +37,8 @@ void add_tune(CLI::App& app, int& code) {
     std::vector<EvalResult> winners;
     for (const auto& name : backend_list(o->backends)) {
       auto backend = make_backend(name, {.threads = o->threads});
-      EvalRequest base = make_request(*o, *problem, restrict_space(library_kernel(*problem, backend->lang(), problem->resolve_sizes(parse_assignments(o->sizes))),
+      const Sizes sizes = problem->resolve_sizes(parse_assignments(o->sizes));  // picks the kernel
+      EvalRequest base = make_request(*o, *problem, restrict_space(library_kernel(*problem, backend->lang(), sizes),
                                                                    o->extra.restrict_values), name);
       TuneOptions to{o->strategy, o->budget, o->tune_seed, o->extra.time_limit_s, strategy_options(o->extra)};
       const auto recorder = o->store.recorder(*backend);  // the results store: record, resume
