@@ -12,6 +12,7 @@ std::shared_ptr<Problem> make_activation_problem(const std::string& fn);
 std::shared_ptr<Problem> make_reduce_problem(const std::string& op, int axis);
 std::shared_ptr<Problem> make_attention_problem();
 std::shared_ptr<Problem> make_attention_causal_problem();
+std::shared_ptr<Problem> make_conv2d_problem();
 
 const std::vector<std::shared_ptr<Problem>>& problems() {
   static const std::vector<std::shared_ptr<Problem>> all = {
@@ -41,6 +42,7 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_reduce_problem("argmax", 0),
       make_attention_problem(),
       make_attention_causal_problem(),
+      make_conv2d_problem(),
   };
   return all;
 }

@@ -7,6 +7,8 @@
 //     "params": { "MC": [48, 96], ... }, "defaults": { "MC": 96, ... },
 //     "constraints": ["MC % MR == 0", ...],
 //     "grid": ["ceil_div(N, NC)", "ceil_div(M, MC)", "1"], "block": ["1", "1", "1"] }
+// Optionally "applies": ["C == 1"]: expressions over sizes only, all of which must hold for the
+// library to pick this kernel for an instance (a special case). Without it the kernel is general.
 #include <array>
 #include <cstdint>
 #include <map>
@@ -52,6 +54,7 @@ struct KernelSpec {
   std::vector<Param> params;
   ParamValues defaults;
   std::vector<Expr> constraints;
+  std::vector<Expr> applies;  // when the library picks it (sizes only); empty: always
   std::array<Expr, 3> grid{Expr::parse("1"), Expr::parse("1"), Expr::parse("1")};
   std::array<Expr, 3> block{Expr::parse("1"), Expr::parse("1"), Expr::parse("1")};
 
@@ -70,6 +73,8 @@ struct KernelSpec {
   [[nodiscard]] std::optional<std::string> check(const ParamValues& p, const Sizes& s) const;
   [[nodiscard]] LaunchGeometry geometry(const ParamValues& p, const Sizes& s) const;
   [[nodiscard]] std::uint64_t space_size() const;  // the Cartesian product, before constraints
+  // Whether every "applies" expression holds at these sizes.
+  [[nodiscard]] bool applies_to(const Sizes& s) const;
 };
 
 // Parses "A=1,B=2" into values; throws UsageError naming the bad item.

@@ -105,7 +105,10 @@ class Problem {
 [[nodiscard]] const std::vector<std::shared_ptr<Problem>>& problems();
 [[nodiscard]] std::shared_ptr<Problem> find_problem(const std::string& name);  // throws UsageError
 [[nodiscard]] std::vector<KernelSpec> library_kernels(const Problem& p);
-// The library kernel of `problem` for `lang`; throws UsageError if there is none.
+// The library kernel of `problem` for `lang` at sizes `s`: the first spec of that language whose
+// "applies" holds (a special case listed before the general kernel); throws UsageError if none.
+[[nodiscard]] KernelSpec library_kernel(const Problem& p, Lang lang, const Sizes& s);
+// The same at the problem's default sizes.
 [[nodiscard]] KernelSpec library_kernel(const Problem& p, Lang lang);
 
 }  // namespace kforge

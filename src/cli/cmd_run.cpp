@@ -39,7 +39,8 @@ void add_run(CLI::App& app, int& code, const char* name, const char* help, bool 
     std::vector<EvalResult> results;
     for (const auto& name : backend_list(o->backends)) {
       auto backend = make_backend(name, {.threads = o->threads});
-      EvalRequest req = make_request(*o, *problem, library_kernel(*problem, backend->lang()), name);
+      const Sizes sizes = problem->resolve_sizes(parse_assignments(o->sizes));  // picks the kernel
+      EvalRequest req = make_request(*o, *problem, library_kernel(*problem, backend->lang(), sizes), name);
       req.bench = bench;
       req.baseline = bench && !*no_baseline;
       if (bench) measure->apply(req.measure);

@@ -168,7 +168,8 @@ void add_suite(CLI::App& app, int& code) {
         InstanceOptions io = *o;
         io.problem = p->name();
         io.sizes = sizes_for(*p, o->sizes);
-        EvalRequest req = make_request(io, *p, library_kernel(*p, backend->lang()), name);
+        const Sizes sizes = p->resolve_sizes(parse_assignments(io.sizes));  // picks the kernel
+        EvalRequest req = make_request(io, *p, library_kernel(*p, backend->lang(), sizes), name);
         req.bench = true;
         req.baseline = true;
         o->measure.apply(req.measure);

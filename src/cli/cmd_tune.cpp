@@ -39,7 +39,8 @@ void add_tune(CLI::App& app, int& code) {
       auto backend = make_backend(name, {.threads = o->threads});
       // --params fixes those parameters: the same as --restrict NAME=V.
       const std::string only = o->extra.restrict_values + (o->extra.restrict_values.empty() || o->params.empty() ? "" : ",") + o->params;
-      EvalRequest base = make_request(*o, *problem, restrict_space(library_kernel(*problem, backend->lang()), only), name);
+      const Sizes sizes = problem->resolve_sizes(parse_assignments(o->sizes));  // picks the kernel
+      EvalRequest base = make_request(*o, *problem, restrict_space(library_kernel(*problem, backend->lang(), sizes), only), name);
       TuneOptions to{o->strategy, o->budget, o->tune_seed, o->extra.time_limit_s, strategy_options(o->extra)};
       const auto recorder = o->store.recorder(*backend);  // the results store: record, resume
       if (recorder) recorder->attach(to);

@@ -50,6 +50,8 @@ KernelSpec KernelSpec::from_json_with_source(const nlohmann::json& j, std::strin
       for (const auto& [name, v] : j.at("defaults").items()) s.defaults[name] = v.get<std::int64_t>();
     if (j.contains("constraints"))
       for (const auto& c : j.at("constraints")) s.constraints.push_back(Expr::parse(c.get<std::string>()));
+    if (j.contains("applies"))
+      for (const auto& c : j.at("applies")) s.applies.push_back(Expr::parse(c.get<std::string>()));
     auto dims = [&](const char* key, std::array<Expr, 3>& out) {
       if (!j.contains(key)) return;
       const auto& a = j.at(key);
@@ -81,6 +83,8 @@ nlohmann::json KernelSpec::to_json(bool with_source) const {
   j["defaults"] = defaults;
   j["constraints"] = nlohmann::json::array();
   for (const auto& c : constraints) j["constraints"].push_back(c.text());
+  if (!applies.empty())
+    for (const auto& a : applies) j["applies"].push_back(a.text());
   for (int i = 0; i < 3; ++i) {
     j["grid"].push_back(grid[i].text());
     j["block"].push_back(block[i].text());
@@ -132,6 +136,13 @@ LaunchGeometry KernelSpec::geometry(const ParamValues& p, const Sizes& s) const 
   for (std::int64_t v : {g.grid.x, g.grid.y, g.grid.z, g.block.x, g.block.y, g.block.z})
     if (v < 1) throw UsageError("kernel " + name + ": launch geometry has a dimension < 1");
   return g;
+}
+
+bool KernelSpec::applies_to(const Sizes& s) const {
+  const Bindings b(s.begin(), s.end());
+  for (const auto& a : applies)
+    if (!a.eval(b)) return false;
+  return true;
 }
 
 std::uint64_t KernelSpec::space_size() const {

@@ -86,10 +86,14 @@ std::vector<KernelSpec> library_kernels(const Problem& p) {
   return out;
 }
 
-KernelSpec library_kernel(const Problem& p, Lang lang) {
+KernelSpec library_kernel(const Problem& p, Lang lang, const Sizes& s) {
   for (auto& k : library_kernels(p))
-    if (k.lang == lang) return k;
+    if (k.lang == lang && k.applies_to(s)) return k;
   throw UsageError("problem " + p.name() + " has no " + std::string(lang_name(lang)) + " kernel");
+}
+
+KernelSpec library_kernel(const Problem& p, Lang lang) {
+  return library_kernel(p, lang, p.default_sizes());
 }
 
 }  // namespace kforge

@@ -1,0 +1,215 @@
+// kforge's tuned conv2d against oneDNN's convolution (fp32, forward inference), on the CPU
+// backend, at ResNet-50 and VGG layers (batch 1, so each times in milliseconds on 2 cores) and
+// at single-channel image filters (1x512x512, 3x3/5x5/7x7, 32-64 filters). For each shape: a
+// short tuning of the kernel the library picks for it, then `--rounds` rounds in which kforge's
+// winner and oneDNN are timed one after the other; a round's ratio is oneDNN's median time
+// over kforge's. oneDNN runs twice per round: with plain NCHW tensors (kforge's contract) and
+// with the blocked layouts it prefers (format any; reorders not timed, the best case for it).
+// The table shows the median ratio over rounds, its spread (min..max), and the SOL fractions.
+// CPU timings are CPU timings: the figures describe this machine, not a GPU.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "kforge/backend.hpp"
+#include "kforge/error.hpp"
+#include "kforge/measure.hpp"
+#include "kforge/tune.hpp"
+#include "kforge/util.hpp"
+
+namespace {
+
+using namespace kforge;
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+struct Shape {
+  std::string name;
+  Sizes sizes;
+};
+
+Shape shape(std::string name, std::int64_t C, std::int64_t H, std::int64_t K, std::int64_t R,
+            std::int64_t stride, std::int64_t pad) {
+  return {std::move(name), {{"N", 1}, {"C", C}, {"H", H}, {"W", H}, {"K", K}, {"R", R}, {"S", R},
+                            {"stride", stride}, {"pad", pad}, {"dil", 1}}};
+}
+
+const std::vector<Shape> kShapes = {
+    shape("resnet50 conv1 7x7/2", 3, 224, 64, 7, 2, 3),
+    shape("resnet50 conv2_x 3x3", 64, 56, 64, 3, 1, 1),
+    shape("resnet50 conv3_x 3x3", 128, 28, 128, 3, 1, 1),
+    shape("resnet50 conv4_x 3x3", 256, 14, 256, 3, 1, 1),
+    shape("resnet50 conv2_x 1x1", 64, 56, 256, 1, 1, 0),
+    shape("vgg16 conv1_2 3x3", 64, 112, 64, 3, 1, 1),  // at half resolution: seconds, not minutes
+    shape("vgg16 conv4_2 3x3", 512, 28, 512, 3, 1, 1),
+    shape("1ch 512x512 3x3 K=32", 1, 512, 32, 3, 1, 1),
+    shape("1ch 512x512 5x5 K=64", 1, 512, 64, 5, 1, 2),
+    shape("1ch 512x512 7x7 K=64", 1, 512, 64, 7, 1, 3),
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// One oneDNN convolution prepared at sizes `s`: plain NCHW tensors, or (blocked) the layouts
+// oneDNN prefers, the inputs reordered once beforehand. run() executes it once.
+class OneDnnConv {
+ public:
+  OneDnnConv(const Sizes& s, const Instance& inst, bool blocked) : eng_(dnnl::engine::kind::cpu, 0), strm_(eng_) {
+    const auto g = [&](const char* n) { return static_cast<dnnl::memory::dim>(s.at(n)); };
+    const auto P = (g("H") + 2 * g("pad") - g("dil") * (g("R") - 1) - 1) / g("stride") + 1;
+    const auto Q = (g("W") + 2 * g("pad") - g("dil") * (g("S") - 1) - 1) / g("stride") + 1;
+    const dnnl::memory::dims src{g("N"), g("C"), g("H"), g("W")}, wei{g("K"), g("C"), g("R"), g("S")},
+        dst{g("N"), g("K"), P, Q}, strides{g("stride"), g("stride")},
+        dil{g("dil") - 1, g("dil") - 1}, pad_l{g("pad"), g("pad")},
+        pad_r{(P - 1) * g("stride") + (g("R") - 1) * g("dil") + 1 - g("H") - g("pad"),
+              (Q - 1) * g("stride") + (g("S") - 1) * g("dil") + 1 - g("W") - g("pad")};
+    const auto md = [&](const dnnl::memory::dims& d, tag plain) {
+      return dnnl::memory::desc(d, dt::f32, blocked ? tag::any : plain);
+    };
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                      dnnl::algorithm::convolution_direct, md(src, tag::nchw),
+                                      md(wei, tag::oihw), md(dst, tag::nchw), strides, dil, pad_l, pad_r);
+    pd_ = dnnl::convolution_forward::primitive_desc(d, eng_);
+    conv_ = dnnl::convolution_forward(pd_);
+    src_ = fill(inst.tensors[0], {src, dt::f32, tag::nchw}, pd_.src_desc());
+    wei_ = fill(inst.tensors[1], {wei, dt::f32, tag::oihw}, pd_.weights_desc());
+    dst_ = dnnl::memory(pd_.dst_desc(), eng_);
+  }
+  void run() {
+    conv_.execute(strm_, {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, wei_}, {DNNL_ARG_DST, dst_}});
+    strm_.wait();
+  }
+  [[nodiscard]] std::string impl() const { return pd_.impl_info_str(); }
+
+ private:
+  dnnl::memory fill(const std::vector<double>& v, const dnnl::memory::desc& plain,
+                    const dnnl::memory::desc& want) {
+    dnnl::memory m(plain, eng_);
+    float* p = static_cast<float*>(m.get_data_handle());
+    for (std::size_t i = 0; i < v.size(); ++i) p[i] = static_cast<float>(v[i]);
+    if (want == plain) return m;
+    dnnl::memory out(want, eng_);
+    dnnl::reorder(m, out).execute(strm_, m, out);
+    strm_.wait();
+    return out;
+  }
+  dnnl::engine eng_;
+  dnnl::stream strm_;
+  dnnl::convolution_forward::primitive_desc pd_;
+  dnnl::convolution_forward conv_;
+  dnnl::memory src_, wei_, dst_;
+};
+
+// Median of repeated runs: 2 warm-up runs, then at least 10 runs and 0.3 s.
+double time_median(OneDnnConv& c) {
+  c.run();
+  c.run();
+  std::vector<double> t;
+  double total = 0;
+  while (t.size() < 10 || total < 0.3) {
+    const auto a = std::chrono::steady_clock::now();
+    c.run();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
+    total += t.back();
+  }
+  return median(t);
+}
+
+struct Row {
+  std::string shape, kernel, params, dnnl_impl;
+  std::vector<double> kf_ms, plain_ms, blocked_ms, ratio_plain, ratio_blocked;
+  double sol = 0, sol_plain = 0, sol_blocked = 0;
+};
+
+Row run_shape(Backend& backend, const Ceilings& ceil, const Shape& sh, int budget, int rounds,
+              int threads) {
+  const auto problem = find_problem("conv2d");
+  EvalRequest base;
+  base.problem = "conv2d";
+  base.sizes = problem->resolve_sizes(sh.sizes);
+  base.kernel = library_kernel(*problem, backend.lang(), base.sizes);
+  base.backend = backend.name();
+  base.backend_options.threads = threads;
+  base.verify.trials = 1;
+  base.measure.max_time_s = 1.0;
+  const TuneResult t = tune(base, backend, {"random", budget, 1});
+  if (t.best < 0) throw std::runtime_error("no configuration of " + base.kernel.name + " passed at " + sh.name);
+
+  Row row{sh.name, base.kernel.name, "", "", {}, {}, {}, {}, {}};
+  EvalRequest req = base;
+  req.params = t.evaluations[t.best].params;
+  for (const auto& [k, v] : req.params) row.params += fmt::format("{}{}={}", row.params.empty() ? "" : ",", k, v);
+  req.bench = true;
+  req.verify.thorough = false;
+  const Instance inst = problem->make_instance(base.sizes, DType::fp32, Distribution::normal, 7, 0);
+  OneDnnConv plain(base.sizes, inst, false), blocked(base.sizes, inst, true);
+  row.dnnl_impl = plain.impl() + " / " + blocked.impl();
+  for (int r = 0; r < rounds; ++r) {
+    const EvalResult e = evaluate(req, backend);
+    if (!e.passed() || !e.timing) throw std::runtime_error("round failed: " + e.error);
+    const double kf = e.timing->median_s, dp = time_median(plain), db = time_median(blocked);
+    row.kf_ms.push_back(kf * 1e3);
+    row.plain_ms.push_back(dp * 1e3);
+    row.blocked_ms.push_back(db * 1e3);
+    row.ratio_plain.push_back(dp / kf);
+    row.ratio_blocked.push_back(db / kf);
+  }
+  const double flops = problem->flops(base.sizes), bytes = problem->bytes(base.sizes, DType::fp32);
+  const auto sol = [&](const std::vector<double>& ms) {
+    return roofline(ceil, DType::fp32, flops, bytes, median(ms) * 1e-3).sol_fraction;
+  };
+  row.sol = sol(row.kf_ms);
+  row.sol_plain = sol(row.plain_ms);
+  row.sol_blocked = sol(row.blocked_ms);
+  return row;
+}
+
+std::string spread(const std::vector<double>& v) {
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return fmt::format("{:.2f}..{:.2f}", *lo, *hi);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kforge conv2d vs oneDNN convolution (fp32, NCHW, forward inference), CPU timings"};
+  int budget = 10, rounds = 3, threads = 0;
+  std::string only;
+  app.add_option("--budget", budget, "tuning evaluations per shape")->capture_default_str();
+  app.add_option("--rounds", rounds, "interleaved kforge/oneDNN rounds per shape (>= 3)")->capture_default_str();
+  app.add_option("--threads", threads, "threads for kforge (0: all cores; oneDNN: OMP_NUM_THREADS)")->capture_default_str();
+  app.add_option("--only", only, "run only shapes whose name contains this")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  auto backend = make_backend("cpu", {.threads = threads});
+  const Ceilings ceil = ceilings(*backend);
+  fmt::print(stderr, "cpu: {}\n", backend->device());
+  std::vector<Row> rows;
+  for (const auto& sh : kShapes) {
+    if (!only.empty() && sh.name.find(only) == std::string::npos) continue;
+    fmt::print(stderr, "  {} ...\n", sh.name);
+    rows.push_back(run_shape(*backend, ceil, sh, budget, rounds, threads));
+  }
+
+  fmt::print("{:<22} {:>9} {:>10} {:>10} {:>6} {:>6} {:>6} {:>14} {:>13}  {}\n", "shape (N=1)",
+             "kforge ms", "dnnl nchw", "dnnl any", "SOL kf", "SOL n", "SOL a", "ratio nchw",
+             "ratio any", "kernel: tuned parameters");
+  for (const auto& r : rows)
+    fmt::print("{:<22} {:>9.3f} {:>10.3f} {:>10.3f} {:>6.3f} {:>6.3f} {:>6.3f} {:>5.2f}x {:>8} {:>4.2f}x {:>8}  {}: {}\n",
+               r.shape, median(r.kf_ms), median(r.plain_ms), median(r.blocked_ms), r.sol,
+               r.sol_plain, r.sol_blocked, median(r.ratio_plain), spread(r.ratio_plain),
+               median(r.ratio_blocked), spread(r.ratio_blocked), r.kernel, r.params);
+  fmt::print("({} rounds each; ratio = oneDNN median time / kforge median time, per round, median "
+             "and min..max; >1: kforge faster)\n", rounds);
+  for (const auto& r : rows) fmt::print("oneDNN implementation, {}: {}\n", r.shape, r.dnnl_impl);
+  return 0;
+}
