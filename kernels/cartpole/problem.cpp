@@ -19,6 +19,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "kforge/error.hpp"
@@ -218,10 +220,13 @@ class CartPole final : public Problem {
   }
 
   // Redraws every environment (but `keep`) whose trajectory comes within the bound of a
-  // decision, until none does or kAttempts are spent.
+  // decision, until none does or kAttempts are spent. $KFORGE_CARTPOLE_STATS prints how many.
   void redraw_ambiguous(Instance& inst, std::uint64_t seed, std::int64_t keep) const {
     std::vector<std::int64_t> bad;
     simulate(inst, nullptr, nullptr, &bad);
+    if (std::getenv("KFORGE_CARTPOLE_STATS"))
+      std::fprintf(stderr, "cartpole: %zu of %lld environments redrawn\n", bad.size(),
+                   static_cast<long long>(inst.sizes.at("envs")));
     for (int attempt = 1; attempt <= kAttempts; ++attempt) {
       std::erase(bad, keep);
       if (bad.empty()) return;
@@ -229,6 +234,18 @@ class CartPole final : public Problem {
       std::vector<std::int64_t> still;
       simulate(inst, nullptr, nullptr, &still, &bad);  // only the redrawn ones
       bad = std::move(still);
+    }
+    // Failing that (a policy that balances the pole for the whole run, its decisions chattering
+    // around 0), the environment starts and resets at the track's edge: episodes of one step.
+    std::erase(bad, keep);
+    const std::int64_t N = inst.sizes.at("envs"), K = inst.sizes.at("steps");
+    for (const std::int64_t e : bad) {
+      const double side = e % 2 ? -1.0 : 1.0;
+      const double edge[4] = {static_cast<float>(side * 2.39), side, 0, 0};
+      for (int j = 0; j < 4; ++j) {
+        inst.tensors[0][e * 4 + j] = edge[j];
+        for (std::int64_t k = 0; k < K; ++k) inst.tensors[1][(k * N + e) * 4 + j] = edge[j];
+      }
     }
   }
 
