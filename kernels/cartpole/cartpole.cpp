@@ -1,8 +1,8 @@
 // cartpole for the cpu backend (see problem.cpp for the environment and the tensors).
 // Each block owns ENVS consecutive environments and runs all `steps` steps for them (fused):
 // the state stays in the block's arrays between steps, one per state variable, so the
-// per-step loop over environments is a vector loop. Only obs/action/reward/done are written,
-// and a reset state is read only where an episode ends.
+// per-step loop over environments is a vector loop (then a scalar pass applies the few resets).
+// Only obs/action/reward/done are written, and a reset state is read only where an episode ends.
 //
 // sin and cos: libm's calls do not vectorize, so while every pole angle of the block is
 // within SMALL (always, under cart-pole's own termination at 12 degrees, unless a start state
@@ -50,7 +50,7 @@ template <bool Small>
 static inline void step(T* __restrict x, T* __restrict xd, T* __restrict th, T* __restrict thd,
                         int n, int e0, int k, int N, const T* __restrict resets,
                         const T* __restrict w, T* __restrict obs, T* __restrict action,
-                        T* __restrict reward, T* __restrict done) {
+                        T* __restrict reward, T* __restrict done, unsigned char* __restrict ended) {
   const T w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], b = w[4];
 #pragma GCC ivdep
   for (int e = 0; e < n; ++e) {
@@ -66,16 +66,24 @@ static inline void step(T* __restrict x, T* __restrict xd, T* __restrict th, T* 
     const T x_acc = temp - POLE_MASS_LENGTH * theta_acc * c / TOTAL_MASS;
     T nx = x[e] + TAU * xd[e], nxd = xd[e] + TAU * x_acc;
     T nth = th[e] + TAU * thd[e], nthd = thd[e] + TAU * theta_acc;
-    const bool d = nx < -X_LIMIT || nx > X_LIMIT || nth < -THETA_LIMIT || nth > THETA_LIMIT;
-    if (d) {
-      nx = resets[i * 4], nxd = resets[i * 4 + 1], nth = resets[i * 4 + 2], nthd = resets[i * 4 + 3];
-    }
+    // | not ||: short-circuit evaluation would make the later tests conditional (no vectors)
+    const bool d = (nx < -X_LIMIT) | (nx > X_LIMIT) | (nth < -THETA_LIMIT) | (nth > THETA_LIMIT);
     x[e] = nx, xd[e] = nxd, th[e] = nth, thd[e] = nthd;
     obs[i * 4] = nx, obs[i * 4 + 1] = nxd, obs[i * 4 + 2] = nth, obs[i * 4 + 3] = nthd;
     action[i] = right ? T(1) : T(0);
     reward[i] = T(1);
     done[i] = d ? T(1) : T(0);
+    ended[e] = d;
   }
+  // Resets, apart: a masked load of strided reset states would stop the loop above from
+  // vectorizing, and an unconditional one would read every reset state. Episodes last tens
+  // of steps, so few environments reset at any step.
+  for (int e = 0; e < n; ++e)
+    if (ended[e]) {
+      const long long i = (long long)k * N + e0 + e;
+      x[e] = resets[i * 4], xd[e] = resets[i * 4 + 1], th[e] = resets[i * 4 + 2], thd[e] = resets[i * 4 + 3];
+      obs[i * 4] = x[e], obs[i * 4 + 1] = xd[e], obs[i * 4 + 2] = th[e], obs[i * 4 + 3] = thd[e];
+    }
 }
 
 static void cartpole_block(const kf_ctx& ctx, const T* state0, const T* resets, const T* policy,
@@ -83,6 +91,7 @@ static void cartpole_block(const kf_ctx& ctx, const T* state0, const T* resets, 
   const int e0 = (int)ctx.block_idx.x * ENVS;
   const int n = envs - e0 < ENVS ? envs - e0 : ENVS;
   alignas(64) T x[ENVS], xd[ENVS], th[ENVS], thd[ENVS];
+  unsigned char ended[ENVS];
   for (int e = 0; e < n; ++e) {
     const T* s = state0 + (long long)(e0 + e) * 4;
     x[e] = s[0], xd[e] = s[1], th[e] = s[2], thd[e] = s[3];
@@ -91,9 +100,9 @@ static void cartpole_block(const kf_ctx& ctx, const T* state0, const T* resets, 
     bool small = true;
     for (int e = 0; e < n; ++e) small &= th[e] > -SMALL && th[e] < SMALL;
     if (small)
-      step<true>(x, xd, th, thd, n, e0, k, envs, resets, policy, obs, action, reward, done);
+      step<true>(x, xd, th, thd, n, e0, k, envs, resets, policy, obs, action, reward, done, ended);
     else
-      step<false>(x, xd, th, thd, n, e0, k, envs, resets, policy, obs, action, reward, done);
+      step<false>(x, xd, th, thd, n, e0, k, envs, resets, policy, obs, action, reward, done, ended);
   }
 }
 
