@@ -224,9 +224,15 @@ class CartPole final : public Problem {
   void redraw_ambiguous(Instance& inst, std::uint64_t seed, std::int64_t keep) const {
     std::vector<std::int64_t> bad;
     simulate(inst, nullptr, nullptr, &bad);
-    if (std::getenv("KFORGE_CARTPOLE_STATS"))
-      std::fprintf(stderr, "cartpole: %zu of %lld environments redrawn\n", bad.size(),
-                   static_cast<long long>(inst.sizes.at("envs")));
+    if (std::getenv("KFORGE_CARTPOLE_STATS")) {
+      std::vector<std::vector<double>> out, mag;
+      simulate(inst, &out, &mag, nullptr);
+      double ends = 0;
+      for (const double d : out[3]) ends += d;
+      std::fprintf(stderr, "cartpole: %zu of %lld environments redrawn; mean episode %.1f steps\n",
+                   bad.size(), static_cast<long long>(inst.sizes.at("envs")),
+                   static_cast<double>(out[3].size()) / std::max(ends, 1.0));
+    }
     for (int attempt = 1; attempt <= kAttempts; ++attempt) {
       std::erase(bad, keep);
       if (bad.empty()) return;
