@@ -25,6 +25,7 @@
 
 #include "kforge/error.hpp"
 #include "kforge/problem.hpp"
+#include "kforge/util.hpp"
 #include "kforge/verify.hpp"
 
 namespace kforge {
@@ -71,7 +72,7 @@ class CartPole final : public Problem {
     return "cart-pole envs stepped `steps` times under a linear policy, with auto-reset";
   }
   std::vector<std::string> size_names() const override { return {"envs", "steps"}; }
-  Sizes default_sizes() const override { return {{"envs", 4096}, {"steps", 100}}; }
+  Sizes default_sizes() const override { return {{"envs", 1024}, {"steps", 100}}; }
   std::vector<DType> dtypes() const override { return {DType::fp32, DType::fp64}; }
   std::vector<TensorSpec> tensors() const override {
     return {{"state0", Role::in}, {"resets", Role::in},  {"policy", Role::in},
@@ -272,7 +273,9 @@ class CartPole final : public Problem {
       return std::fabs(std::fabs(v) - limit) <= b + 2 * u * limit;
     };
     const std::int64_t count = only ? static_cast<std::int64_t>(only->size()) : N;
-    for (std::int64_t n = 0; n < count; ++n) {
+    std::vector<char> flagged(count, 0);
+    parallel_for(count, [&](std::int64_t n0, std::int64_t n1) {  // environments are independent
+    for (std::int64_t n = n0; n < n1; ++n) {
       const std::int64_t e = only ? (*only)[n] : n;
       State s{s0[e * 4], s0[e * 4 + 1], s0[e * 4 + 2], s0[e * 4 + 3]};
       State m{0, 0, 0, 0};  // error scale of s: exact inputs
@@ -303,8 +306,12 @@ class CartPole final : public Problem {
         if (mag)
           for (int j = 0; j < 4; ++j) m_obs[i * 4 + j] = m[j];
       }
-      if (ambiguous && is_ambiguous) ambiguous->push_back(e);
+      flagged[n] = is_ambiguous;
     }
+    });
+    if (ambiguous)
+      for (std::int64_t n = 0; n < count; ++n)
+        if (flagged[n]) ambiguous->push_back(only ? (*only)[n] : n);
     if (out) *out = {std::move(obs), std::move(act), std::move(rew), std::move(done)};
     if (mag) *mag = {std::move(m_obs), zeros, zeros, zeros};
   }
