@@ -44,7 +44,7 @@ __kernel void cartpole(__global const T* state0, __global const T* resets,
     xd = xd + TAU * x_acc;
     th = th + TAU * thd;
     thd = thd + TAU * theta_acc;
-    const int d = x < -X_LIMIT || x > X_LIMIT || th < -THETA_LIMIT || th > THETA_LIMIT;
+    const int d = (x < -X_LIMIT) | (x > X_LIMIT) | (th < -THETA_LIMIT) | (th > THETA_LIMIT);
     if (d) {
       x = resets[i * 4], xd = resets[i * 4 + 1], th = resets[i * 4 + 2], thd = resets[i * 4 + 3];
     }
