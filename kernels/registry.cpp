@@ -13,6 +13,7 @@ std::shared_ptr<Problem> make_reduce_problem(const std::string& op, int axis);
 std::shared_ptr<Problem> make_attention_problem();
 std::shared_ptr<Problem> make_attention_causal_problem();
 std::shared_ptr<Problem> make_conv2d_problem();
+std::shared_ptr<Problem> make_cartpole_problem();                     // kernels/cartpole
 
 const std::vector<std::shared_ptr<Problem>>& problems() {
   static const std::vector<std::shared_ptr<Problem>> all = {
@@ -43,6 +44,7 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_attention_problem(),
       make_attention_causal_problem(),
       make_conv2d_problem(),
+      make_cartpole_problem(),
   };
   return all;
 }
