@@ -5,6 +5,7 @@ namespace kforge {
 
 std::shared_ptr<Problem> make_gemm_problem();
 std::shared_ptr<Problem> make_scan_problem(const std::string& name);  // kernels/scan
+std::shared_ptr<Problem> make_moe_problem();  // kernels/moe
 
 const std::vector<std::shared_ptr<Problem>>& problems() {
   static const std::vector<std::shared_ptr<Problem>> all = {
@@ -18,6 +19,7 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_scan_problem("scan.retrace"),
       make_scan_problem("scan.tree_backup"),
       make_scan_problem("scan.nstep"),
+      make_moe_problem(),
   };
   return all;
 }
