@@ -65,9 +65,14 @@ static void pack_rows(const float* X, int H, const int* tok, int rows, int k0, i
     for (int k = 0; k < kc; ++k) Ap[k * MR + i] = 0.0f;
 }
 
-// acc (+)= A panel (kc x MR) times W panel (kc x NR), in registers.
+// acc += A panel (kc x MR) times W panel (kc x NR); the sums live in registers (c) meanwhile.
 static inline void micro_kernel(int kc, const float* __restrict a, const float* __restrict b,
                                 vf acc[MR][NV]) {
+  vf c[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) c[i][v] = acc[i][v];
 #pragma GCC unroll 4
   for (int k = 0; k < kc; ++k) {
     vf bv[NV];
@@ -77,9 +82,13 @@ static inline void micro_kernel(int kc, const float* __restrict a, const float* 
     for (int i = 0; i < MR; ++i) {
       const float ai = a[k * MR + i];
 #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[i][v] += ai * bv[v];
+      for (int v = 0; v < NV; ++v) c[i][v] += ai * bv[v];
     }
   }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[i][v] = c[i][v];
 }
 
 static void moe_block(const kf_ctx& ctx, const float* X, const float* ids, const float* gate,
