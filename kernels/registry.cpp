@@ -14,6 +14,7 @@ std::shared_ptr<Problem> make_attention_problem();
 std::shared_ptr<Problem> make_attention_causal_problem();
 std::shared_ptr<Problem> make_conv2d_problem();
 std::shared_ptr<Problem> make_cartpole_problem();                     // kernels/cartpole
+std::shared_ptr<Problem> make_moe_problem();  // kernels/moe
 
 const std::vector<std::shared_ptr<Problem>>& problems() {
   static const std::vector<std::shared_ptr<Problem>> all = {
@@ -45,6 +46,7 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_attention_causal_problem(),
       make_conv2d_problem(),
       make_cartpole_problem(),
+      make_moe_problem(),
   };
   return all;
 }
