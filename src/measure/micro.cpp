@@ -88,6 +88,11 @@ class Micro {
     bw.write = best("write", write_args, 1);
     bw.copy = best("copy", copy_args, 2);
     bw.triad = best("triad", triad_args, 3);
+    if (cpu()) {  // streaming stores, as a kernel that streams its output uses (ceilings.cpp)
+      bw.write = std::max(bw.write, best("write_nt", write_args, 1));
+      bw.copy = std::max(bw.copy, best("copy_nt", copy_args, 2));
+      bw.triad = std::max(bw.triad, best("triad_nt", triad_args, 3));
+    }
     return bw;
   }
 
