@@ -33,7 +33,11 @@ ReportPoint point_from(const nlohmann::json& r) {
   p.speedup = r.value("speedup_vs_baseline", 0.0);
   if (r.contains("sol_score") && r["sol_score"].is_number()) p.score = r["sol_score"].get<double>();
   p.bound = r.value("bound", "");
-  p.label = p.kernel.empty() ? p.problem : p.kernel;
+  // The kernel's name, or the problem's and the kernel's when one kernel serves several
+  // problems (attention and attention.causal).
+  p.label = p.kernel.empty() ? p.problem
+            : p.kernel.rfind(p.problem + ".", 0) == 0 ? p.kernel
+                                                        : p.problem + " [" + p.kernel + "]";
   if (p.label.find(p.backend) == std::string::npos) p.label += " (" + p.backend + ")";
   if (p.dtype != "fp32") p.label += " " + p.dtype;
   return p;
