@@ -8,28 +8,14 @@
 #include "kforge/backend.hpp"
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
+#include "kernels/family_test.hpp"
 #include "test_util.hpp"
 
 namespace kforge {
 namespace {
 
-EvalRequest request(const std::string& problem, const std::string& backend, const Sizes& sizes,
-                    DType t) {
-  const auto p = find_problem(problem);
-  EvalRequest req;
-  req.problem = problem;
-  req.kernel = library_kernel(*p, backend == "cpu" ? Lang::cpp : Lang::opencl);
-  req.sizes = p->resolve_sizes(sizes);
-  req.dtype = t;
-  req.backend = backend;
-  return req;
-}
-
-std::string describe(const EvalResult& r) {
-  std::string s = r.problem + " on " + r.backend + " " + std::string(dtype_name(r.dtype));
-  for (const auto& [k, v] : r.sizes) s += " " + k + "=" + std::to_string(v);
-  return s + ": " + std::string(disposition_name(r.disposition)) + ": " + r.error + "\n" + r.compile_log;
-}
+using test::describe;
+using test::library_request;
 
 // (function, backend)
 class Activation : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
@@ -40,7 +26,7 @@ class Activation : public ::testing::TestWithParam<std::tuple<std::string, std::
   }
   void expect_passes(const Sizes& s, DType t) {
     const EvalResult r = evaluate(
-        request("activation." + std::get<0>(GetParam()), std::get<1>(GetParam()), s, t), *backend_);
+        library_request("activation." + std::get<0>(GetParam()), std::get<1>(GetParam()), s, t), *backend_);
     EXPECT_TRUE(r.passed()) << describe(r);
   }
   std::unique_ptr<Backend> backend_;
@@ -61,7 +47,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(ActivationCpu, Fp16Passes) {
   auto backend = make_backend("cpu");
   for (const char* f : {"activation.gelu_erf", "activation.silu"}) {
-    const EvalResult r = evaluate(request(f, "cpu", {{"M", 3}, {"N", 101}}, DType::fp16), *backend);
+    const EvalResult r = evaluate(library_request(f, "cpu", {{"M", 3}, {"N", 101}}, DType::fp16), *backend);
     EXPECT_TRUE(r.passed()) << describe(r);
   }
 }
@@ -80,7 +66,7 @@ static void body(const kf_ctx& c, const float* X, const float* B, float* Y, int 
   }
 }
 KF_KERNEL(identity, body))";
-  EvalRequest req = request("activation.relu", "cpu", {{"M", 8}, {"N", 50}}, DType::fp32);
+  EvalRequest req = library_request("activation.relu", "cpu", {{"M", 8}, {"N", 50}}, DType::fp32);
   req.kernel = KernelSpec::from_json_with_source(spec, src);
   auto backend = make_backend("cpu");
   const EvalResult r = evaluate(req, *backend);

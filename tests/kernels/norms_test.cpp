@@ -9,28 +9,14 @@
 #include "kforge/backend.hpp"
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
+#include "kernels/family_test.hpp"
 #include "test_util.hpp"
 
 namespace kforge {
 namespace {
 
-EvalRequest request(const std::string& problem, const std::string& backend, const Sizes& sizes,
-                    DType t) {
-  const auto p = find_problem(problem);
-  EvalRequest req;
-  req.problem = problem;
-  req.kernel = library_kernel(*p, backend == "cpu" ? Lang::cpp : Lang::opencl);
-  req.sizes = p->resolve_sizes(sizes);
-  req.dtype = t;
-  req.backend = backend;
-  return req;
-}
-
-std::string describe(const EvalResult& r) {
-  std::string s = r.problem + " on " + r.backend + " " + std::string(dtype_name(r.dtype));
-  for (const auto& [k, v] : r.sizes) s += " " + k + "=" + std::to_string(v);
-  return s + ": " + std::string(disposition_name(r.disposition)) + ": " + r.error + "\n" + r.compile_log;
-}
+using test::describe;
+using test::library_request;
 
 // (problem, backend)
 class Norms : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
@@ -40,7 +26,7 @@ class Norms : public ::testing::TestWithParam<std::tuple<std::string, std::strin
     if (!backend_->can_run()) GTEST_SKIP() << "backend cannot run here: " << backend_->device();
   }
   void expect_passes(const Sizes& s, DType t) {
-    const EvalResult r = evaluate(request(std::get<0>(GetParam()), std::get<1>(GetParam()), s, t), *backend_);
+    const EvalResult r = evaluate(library_request(std::get<0>(GetParam()), std::get<1>(GetParam()), s, t), *backend_);
     EXPECT_TRUE(r.passed()) << describe(r);
   }
   std::unique_ptr<Backend> backend_;
@@ -75,7 +61,7 @@ TEST(NormsCpu, LongRowsSplitAcrossFiveThreads) {
   auto backend = make_backend("cpu", {.threads = 5});
   for (const char* problem : {"softmax", "rmsnorm", "layernorm"}) {
     const std::int64_t n = std::string(problem) == "softmax" ? 1 << 20 : 200003;
-    EvalRequest req = request(problem, "cpu", {{"M", 2}, {"N", n}}, DType::fp32);
+    EvalRequest req = library_request(problem, "cpu", {{"M", 2}, {"N", n}}, DType::fp32);
     req.verify.thorough = false;
     req.verify.trials = 1;
     req.backend_options.threads = 5;
@@ -91,7 +77,7 @@ EvalResult run_candidate(const std::string& problem, const std::string& body) {
   const nlohmann::json spec = {{"name", problem + ".wrong"}, {"problem", problem},
                                {"lang", "cpp"},             {"entry", "wrong"},
                                {"grid", {"M", "1", "1"}},   {"block", {"1", "1", "1"}}};
-  EvalRequest req = request(problem, "cpu", {{"M", 8}, {"N", 50}}, DType::fp32);
+  EvalRequest req = library_request(problem, "cpu", {{"M", 8}, {"N", 50}}, DType::fp32);
   req.kernel = KernelSpec::from_json_with_source(spec, src);
   auto backend = make_backend("cpu");
   return evaluate(req, *backend);

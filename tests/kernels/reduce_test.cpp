@@ -7,28 +7,14 @@
 #include "kforge/backend.hpp"
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
+#include "kernels/family_test.hpp"
 #include "test_util.hpp"
 
 namespace kforge {
 namespace {
 
-EvalRequest request(const std::string& problem, const std::string& backend, const Sizes& sizes,
-                    DType t) {
-  const auto p = find_problem(problem);
-  EvalRequest req;
-  req.problem = problem;
-  req.kernel = library_kernel(*p, backend == "cpu" ? Lang::cpp : Lang::opencl);
-  req.sizes = p->resolve_sizes(sizes);
-  req.dtype = t;
-  req.backend = backend;
-  return req;
-}
-
-std::string describe(const EvalResult& r) {
-  std::string s = r.problem + " on " + r.backend + " " + std::string(dtype_name(r.dtype));
-  for (const auto& [k, v] : r.sizes) s += " " + k + "=" + std::to_string(v);
-  return s + ": " + std::string(disposition_name(r.disposition)) + ": " + r.error + "\n" + r.compile_log;
-}
+using test::describe;
+using test::library_request;
 
 // (problem, backend)
 class Reduce : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
@@ -38,7 +24,7 @@ class Reduce : public ::testing::TestWithParam<std::tuple<std::string, std::stri
     if (!backend_->can_run()) GTEST_SKIP() << "backend cannot run here: " << backend_->device();
   }
   void expect_passes(const Sizes& s, DType t) {
-    const EvalResult r = evaluate(request(std::get<0>(GetParam()), std::get<1>(GetParam()), s, t), *backend_);
+    const EvalResult r = evaluate(library_request(std::get<0>(GetParam()), std::get<1>(GetParam()), s, t), *backend_);
     EXPECT_TRUE(r.passed()) << describe(r);
   }
   std::unique_ptr<Backend> backend_;
@@ -75,7 +61,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(ReduceCpu, ArgmaxTakesTheFirstOfTiedMaxima) {
   auto backend = make_backend("cpu");
   for (const char* p : {"reduce.argmax_axis1", "reduce.argmax_axis0"}) {
-    EvalRequest req = request(p, "cpu", {{"M", 300}, {"N", 300}}, DType::fp32);
+    EvalRequest req = library_request(p, "cpu", {{"M", 300}, {"N", 300}}, DType::fp32);
     req.verify.distributions = {Distribution::integers};
     const EvalResult r = evaluate(req, *backend);
     EXPECT_TRUE(r.passed()) << describe(r);
@@ -87,7 +73,7 @@ TEST(ReduceCpu, LongReductionSharedByFiveThreads) {
   auto backend = make_backend("cpu", {.threads = 5});
   for (const char* p : {"reduce.sum_axis1", "reduce.argmax_axis1", "reduce.max_axis0", "reduce.argmax_axis0"}) {
     const bool rows = std::string(p).find("axis1") != std::string::npos;
-    EvalRequest req = request(p, "cpu", {{"M", rows ? 2 : 40009}, {"N", rows ? 40009 : 2}}, DType::fp32);
+    EvalRequest req = library_request(p, "cpu", {{"M", rows ? 2 : 40009}, {"N", rows ? 40009 : 2}}, DType::fp32);
     req.verify.thorough = false;
     req.backend_options.threads = 5;
     const EvalResult r = evaluate(req, *backend);

@@ -1,0 +1,31 @@
+#pragma once
+// Shared by the kernel-family tests: a request for a library kernel on a backend, and a failure
+// message that says everything needed to replay it.
+#include <string>
+
+#include "kforge/evaluate.hpp"
+#include "kforge/problem.hpp"
+
+namespace kforge::test {
+
+// The library kernel of `problem` for `backend` ("cpu" or "opencl") at `sizes`, verified with
+// the default (thorough) protocol.
+inline EvalRequest library_request(const std::string& problem, const std::string& backend,
+                                   const Sizes& sizes, DType t) {
+  const auto p = find_problem(problem);
+  EvalRequest req;
+  req.problem = problem;
+  req.sizes = p->resolve_sizes(sizes);
+  req.kernel = library_kernel(*p, backend == "cpu" ? Lang::cpp : Lang::opencl, req.sizes);
+  req.dtype = t;
+  req.backend = backend;
+  return req;
+}
+
+inline std::string describe(const EvalResult& r) {
+  std::string s = r.problem + " on " + r.backend + " " + std::string(dtype_name(r.dtype));
+  for (const auto& [k, v] : r.sizes) s += " " + k + "=" + std::to_string(v);
+  return s + ": " + std::string(disposition_name(r.disposition)) + ": " + r.error + "\n" + r.compile_log;
+}
+
+}  // namespace kforge::test
