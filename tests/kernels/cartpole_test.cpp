@@ -7,6 +7,7 @@
 #include "kforge/backend.hpp"
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
+#include "kernels/family_test.hpp"
 #include "test_util.hpp"
 
 namespace kforge {
@@ -18,16 +19,10 @@ struct Case {
   DType dtype = DType::fp32;
 };
 
-void expect_passes(Backend& backend, Lang lang, const Case& c) {
-  const auto problem = find_problem("cartpole");
-  EvalRequest req;
-  req.problem = "cartpole";
-  req.kernel = library_kernel(*problem, lang);
-  req.sizes = problem->resolve_sizes({{"envs", c.envs}, {"steps", c.steps}});
-  req.params = c.params;
-  req.dtype = c.dtype;
-  req.backend = backend.name();
-  const EvalResult r = evaluate(req, backend);
+void expect_passes(Backend& backend, const Case& c) {
+  const EvalResult r = evaluate(
+      test::library_request("cartpole", backend.name(), {{"envs", c.envs}, {"steps", c.steps}}, c.dtype, c.params),
+      backend);
   EXPECT_TRUE(r.passed()) << "cartpole on " << backend.name() << " " << dtype_name(c.dtype)
                           << " envs=" << c.envs << " steps=" << c.steps << ": "
                           << disposition_name(r.disposition) << ": " << r.error << "\n"
@@ -42,7 +37,7 @@ TEST(CartPoleCpu, PassesAtOddShapes) {
       {257, 100, {}},                    // one block of 256 + 1
       {9, 53, {{"ENVS", 8}}, DType::fp64},
   };
-  for (const Case& c : cases) expect_passes(*backend, Lang::cpp, c);
+  for (const Case& c : cases) expect_passes(*backend, c);
 }
 
 TEST(CartPoleOpenCl, PassesAtOddShapes) {
@@ -53,7 +48,7 @@ TEST(CartPoleOpenCl, PassesAtOddShapes) {
       {65, 97, {}},  // one work-group of 64 + 1
       {13, 41, {}, DType::fp64},
   };
-  for (const Case& c : cases) expect_passes(*backend, Lang::opencl, c);
+  for (const Case& c : cases) expect_passes(*backend, c);
 }
 
 TEST(CartPoleCli, BadSizesExitTwoNamingTheSize) {

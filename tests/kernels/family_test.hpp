@@ -8,16 +8,18 @@
 
 namespace kforge::test {
 
-// The library kernel of `problem` for `backend` ("cpu" or "opencl") at `sizes`, verified with
-// the default (thorough) protocol.
+// The library kernel of `problem` for `backend` ("cpu" or "opencl") at `sizes` (the rest of its
+// parameters at their defaults), verified with the default (thorough) protocol.
 inline EvalRequest library_request(const std::string& problem, const std::string& backend,
-                                   const Sizes& sizes, DType t) {
+                                   const Sizes& sizes, DType t = DType::fp32,
+                                   const ParamValues& params = {}) {
   const auto p = find_problem(problem);
   EvalRequest req;
   req.problem = problem;
   req.sizes = p->resolve_sizes(sizes);
   req.kernel = library_kernel(*p, backend == "cpu" ? Lang::cpp : Lang::opencl, req.sizes);
   req.dtype = t;
+  req.params = params;
   req.backend = backend;
   return req;
 }

@@ -11,6 +11,7 @@
 #include "kforge/backend.hpp"
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
+#include "kernels/family_test.hpp"
 #include "test_util.hpp"
 
 namespace kforge {
@@ -21,19 +22,15 @@ struct Case {
   ParamValues params;
 };
 
-EvalResult run(Backend& backend, Lang lang, const Case& c) {
-  const auto problem = find_problem("moe_grouped_gemm");
-  EvalRequest req;
-  req.problem = "moe_grouped_gemm";
-  req.kernel = library_kernel(*problem, lang);
-  req.sizes = problem->resolve_sizes({{"T", c.T}, {"H", c.H}, {"F", c.F}, {"E", c.E}, {"K", c.K}});
-  req.params = c.params;
-  req.backend = backend.name();
-  return evaluate(req, backend);
+EvalResult run(Backend& backend, const Case& c) {
+  return evaluate(test::library_request("moe_grouped_gemm", backend.name(),
+                                        {{"T", c.T}, {"H", c.H}, {"F", c.F}, {"E", c.E}, {"K", c.K}},
+                                        DType::fp32, c.params),
+                  backend);
 }
 
-void expect_passes(Backend& backend, Lang lang, const Case& c) {
-  const EvalResult r = run(backend, lang, c);
+void expect_passes(Backend& backend, const Case& c) {
+  const EvalResult r = run(backend, c);
   std::string params;
   for (const auto& [k, v] : r.params) params += " " + k + "=" + std::to_string(v);
   EXPECT_TRUE(r.passed()) << backend.name() << " T=" << c.T << " H=" << c.H << " F=" << c.F
@@ -53,7 +50,7 @@ TEST(MoeCpu, PassesAtOddShapes) {
       {3, 5, 7, 11, 2, {}},        // E > T*K: most experts have no token
       {1, 1, 1, 1, 1, {}},
   };
-  for (const Case& c : cases) expect_passes(*backend, Lang::cpp, c);
+  for (const Case& c : cases) expect_passes(*backend, c);
 }
 
 TEST(MoeOpenCl, PassesAtOddShapes) {
@@ -66,7 +63,7 @@ TEST(MoeOpenCl, PassesAtOddShapes) {
       {3, 5, 7, 11, 2, {}},
       {131, 41, 37, 7, 2, small},  // 3 token chunks, several row blocks and KT slices, tails
   };
-  for (const Case& c : cases) expect_passes(*backend, Lang::opencl, c);
+  for (const Case& c : cases) expect_passes(*backend, c);
 }
 
 TEST(MoeCli, BadSizesExitTwoNamingTheSize) {
@@ -83,7 +80,7 @@ TEST(MoeCli, BadSizesExitTwoNamingTheSize) {
 
 TEST(MoeCpu, InvalidParametersAreRefusedBeforeCompiling) {
   auto backend = make_backend("cpu");
-  const EvalResult r = run(*backend, Lang::cpp, {16, 16, 16, 2, 1, {{"MR", 14}, {"NV", 4}}});
+  const EvalResult r = run(*backend, {16, 16, 16, 2, 1, {{"MR", 14}, {"NV", 4}}});
   EXPECT_EQ(r.disposition, Disposition::invalid_config);
   EXPECT_NE(r.error.find("MR"), std::string::npos) << r.error;
 }

@@ -9,6 +9,7 @@
 #include "kforge/backend.hpp"
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
+#include "kernels/family_test.hpp"
 #include "test_util.hpp"
 
 namespace kforge {
@@ -23,15 +24,10 @@ struct Case {
   ParamValues params;
 };
 
-void expect_passes(Backend& backend, Lang lang, const char* name, const Case& c) {
-  const auto problem = find_problem(name);
-  EvalRequest req;
-  req.problem = name;
-  req.kernel = library_kernel(*problem, lang);
-  req.sizes = problem->resolve_sizes({{"batch", c.batch}, {"time", c.time}});
-  req.params = c.params;
-  req.backend = backend.name();
-  const EvalResult r = evaluate(req, backend);
+void expect_passes(Backend& backend, const char* name, const Case& c) {
+  const EvalResult r = evaluate(
+      test::library_request(name, backend.name(), {{"batch", c.batch}, {"time", c.time}}, DType::fp32, c.params),
+      backend);
   std::string params;
   for (const auto& [k, v] : r.params) params += " " + k + "=" + std::to_string(v);
   EXPECT_TRUE(r.passed()) << name << " on " << backend.name() << " batch=" << c.batch
@@ -52,7 +48,7 @@ TEST(ScanCpu, EveryProblemPassesAtOddShapes) {
     for (const Case& c : cases) {
       Case use = c;
       if (std::string(p) == "scan.nstep") use.params = {};  // its only parameter is CHUNK
-      expect_passes(*backend, Lang::cpp, p, use);
+      expect_passes(*backend, p, use);
     }
 }
 
@@ -80,15 +76,15 @@ TEST(ScanOpenCl, EveryProblemPassesAtOddShapes) {
       {3, 257, {}},  // one tile (256) + 1: a tail of one step in the first work-item
   };
   for (const char* p : kProblems)
-    for (const Case& c : cases) expect_passes(*backend, Lang::opencl, p, c);
+    for (const Case& c : cases) expect_passes(*backend, p, c);
 }
 
 TEST(ScanOpenCl, SmallTilesPass) {
   auto backend = make_backend("opencl");
   if (!backend->can_run()) GTEST_SKIP() << "no OpenCL device: " << backend->device();
   // Several tiles of 8 and a tail of 5: every round of the work-group scan, item tails.
-  expect_passes(*backend, Lang::opencl, "scan.gae", {2, 37, {{"WG", 4}, {"ITEMS", 2}}});
-  expect_passes(*backend, Lang::opencl, "scan.linear", {2, 37, {{"WG", 4}, {"ITEMS", 2}}});
+  expect_passes(*backend, "scan.gae", {2, 37, {{"WG", 4}, {"ITEMS", 2}}});
+  expect_passes(*backend, "scan.linear", {2, 37, {{"WG", 4}, {"ITEMS", 2}}});
 }
 
 TEST(ScanCli, BadSizesExitTwoNamingTheSize) {
