@@ -35,23 +35,10 @@
 #endif
 #define NR (NV * VW)
 
-#if defined(KF_DTYPE_FP16)
-typedef unsigned short T;
-static inline float to_f32(T h) { return (float)__builtin_bit_cast(_Float16, h); }
-static inline T from_f32(float f) { return __builtin_bit_cast(unsigned short, (_Float16)f); }
-#elif defined(KF_DTYPE_BF16)
-typedef unsigned short T;
-static inline float to_f32(T b) { return __builtin_bit_cast(float, (unsigned)b << 16); }
-static inline T from_f32(float f) {  // round to nearest even; NaN stays NaN
-  unsigned x = __builtin_bit_cast(unsigned, f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (T)((x >> 16) | 0x40u);
-  return (T)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-#else
-typedef float T;
-static inline float to_f32(T f) { return f; }
-static inline T from_f32(float f) { return f; }
-#endif
+// The dtype's storage and its conversions (src/backend/cpu/prelude.hpp).
+typedef kf_storage T;
+static inline float to_f32(T x) { return kf_to_f32(x); }
+static inline T from_f32(float f) { return kf_from_f32(f); }
 
 typedef float vf __attribute__((vector_size(VW * 4)));
 typedef int vi __attribute__((vector_size(VW * 4)));
