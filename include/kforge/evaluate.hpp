@@ -28,6 +28,7 @@ struct EvalRequest {
   std::string problem;
   KernelSpec kernel;
   Sizes sizes;           // complete (already resolved against the problem's defaults)
+  Scalars scalars;       // values the user fixed (checked); the others follow the trial
   DType dtype = DType::fp32;
   ParamValues params;    // overrides of the kernel's defaults
   std::string backend = "cpu";
@@ -46,6 +47,7 @@ struct EvalResult {
   std::string compile_log;
   std::string problem, kernel, backend, device;
   Sizes sizes;
+  Scalars scalars;              // the values the user fixed
   ParamValues params;           // the full configuration that ran
   DType dtype = DType::fp32;
   double compile_s = 0;

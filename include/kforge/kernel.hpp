@@ -79,6 +79,8 @@ struct KernelSpec {
 
 // Parses "A=1,B=2" into values; throws UsageError naming the bad item.
 [[nodiscard]] std::map<std::string, std::int64_t> parse_assignments(const std::string& text);
+// The same for real values ("gamma=0.99,lambda=0.95"): scalars.
+[[nodiscard]] std::map<std::string, double> parse_real_assignments(const std::string& text);
 
 }  // namespace kforge
 

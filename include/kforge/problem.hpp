@@ -21,6 +21,8 @@ namespace kforge {
 
 enum class Role { in, out, inout };
 
+using Scalars = std::map<std::string, double>;
+
 struct TensorSpec {
   std::string name;
   Role role;
@@ -31,7 +33,7 @@ struct TensorSpec {
 struct Instance {
   Sizes sizes;
   DType dtype = DType::fp32;
-  std::map<std::string, double> scalars;
+  Scalars scalars;
   std::vector<std::vector<double>> tensors;  // in the order of Problem::tensors()
 };
 
@@ -48,7 +50,10 @@ class Problem {
   // Element count of tensor `t` at these sizes.
   [[nodiscard]] virtual std::int64_t tensor_elements(std::size_t t, const Sizes& s) const = 0;
   // Scalar values for verification trial `trial` (e.g. gemm checks beta = 0 and beta != 0).
-  [[nodiscard]] virtual std::map<std::string, double> scalars_for_trial(int trial) const = 0;
+  [[nodiscard]] virtual Scalars scalars_for_trial(int trial) const = 0;
+  // Throws UsageError naming the scalar when a value is outside the problem's domain (default:
+  // every value finite). Scan: a discount or a trace decay outside [0, 1].
+  virtual void check_scalars(const Scalars& s) const;
   // Whether an inout tensor's input value matters (gemm: beta != 0). When it does not, the
   // verifier poisons it like an output.
   [[nodiscard]] virtual bool reads_inout(const Instance& inst) const { (void)inst; return true; }
@@ -95,9 +100,13 @@ class Problem {
   // Sizes from defaults overridden by `overrides`; throws UsageError on an unknown name or a
   // size < 1.
   [[nodiscard]] Sizes resolve_sizes(const Sizes& overrides) const;
-  // Fresh inputs: every tensor filled from `dist` under `seed`, rounded to the dtype.
+  // Scalar values the user fixes (`--scalar gamma=0.9`), checked: throws UsageError on an
+  // unknown name or a value check_scalars refuses.
+  [[nodiscard]] Scalars resolve_scalars(const Scalars& overrides) const;
+  // Fresh inputs: every tensor filled from `dist` under `seed`, rounded to the dtype; the
+  // trial's scalars, except those `fixed` by the user.
   [[nodiscard]] Instance make_instance(const Sizes& s, DType t, Distribution dist,
-                                       std::uint64_t seed, int trial) const;
+                                       std::uint64_t seed, int trial, const Scalars& fixed = {}) const;
   [[nodiscard]] std::string signature(Lang lang) const;  // the ABI, for `kforge list`
 };
 

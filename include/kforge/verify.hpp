@@ -40,6 +40,9 @@ struct VerifyOptions {
   // Whether the kernel claims these sizes (its constraints hold); unclaimed fuzzed shapes are
   // skipped. Empty: every shape is claimed.
   std::function<bool(const Sizes&)> supports;
+  // Scalars the user fixed: every trial uses them (the trials vary only the others). Set by
+  // the caller from the request.
+  Scalars scalars;
   [[nodiscard]] int trial_count() const { return trials > 0 ? trials : thorough ? 3 : 2; }
 };
 

@@ -36,7 +36,8 @@ void add_list(CLI::App& app, int& code) {
     nlohmann::json doc = {{"problems", nlohmann::json::array()}, {"backends", backends_json()}};
     for (const auto& p : problems()) {
       nlohmann::json pj = {{"name", p->name()}, {"description", p->description()},
-                           {"sizes", p->default_sizes()}, {"baseline", p->baseline_name()}};
+                           {"sizes", p->default_sizes()}, {"baseline", p->baseline_name()},
+                           {"scalars", p->scalars_for_trial(1)}};  // the values timed runs use
       for (DType d : p->dtypes()) pj["dtypes"].push_back(dtype_name(d));
       for (const auto& k : library_kernels(*p)) {
         nlohmann::json kj = k.to_json();
@@ -51,6 +52,8 @@ void add_list(CLI::App& app, int& code) {
     fmt::print("Problems\n");
     for (const auto& pj : doc["problems"]) {
       fmt::print("  {:<10} {}\n", pj["name"].get<std::string>(), pj["description"].get<std::string>());
+      fmt::print("    sizes {}{}\n", format_sizes(pj["sizes"].get<Sizes>()),
+                 format_scalars(pj["scalars"].get<Scalars>()));
       for (const auto& kj : pj["kernels"]) {
         std::string params;
         for (const auto& [n, v] : kj["params"].items()) params += fmt::format(" {}{}", n, v.dump());

@@ -15,6 +15,8 @@ void InstanceOptions::add_to(CLI::App& app, bool problem_positional) {
   app.add_option("--backend,-b", backends, "cpu, opencl, cuda, a comma-separated list, or all")
       ->capture_default_str();
   app.add_option("--size,-s", sizes, "sizes, e.g. M=1000,N=1000,K=999 (unnamed ones keep their defaults)");
+  app.add_option("--scalar", scalars, "scalar values, e.g. gamma=0.99,lambda=0.95 (the others keep "
+                 "each verification trial's values; `kforge list` names them)");
   app.add_option("--dtype", dtype, "fp32, fp16 or bf16 (fp16/bf16 accumulate in fp32)")->capture_default_str();
   app.add_option("--params,-p", params, "kernel parameters, e.g. MR=6,NV=2 (the rest keep their defaults)");
   app.add_option("--threads", threads, "cpu backend threads (0: all cores)")->capture_default_str();
@@ -41,6 +43,7 @@ EvalRequest make_request(const InstanceOptions& o, const Problem& p, const Kerne
   r.problem = p.name();
   r.kernel = kernel;
   r.sizes = p.resolve_sizes(parse_assignments(o.sizes));
+  r.scalars = p.resolve_scalars(parse_real_assignments(o.scalars));
   r.dtype = parse_dtype(o.dtype);
   r.params = parse_assignments(o.params);
   (void)kernel.resolve(r.params);  // names a parameter the kernel lacks: a usage error, now
@@ -61,6 +64,12 @@ std::string format_sizes(const Sizes& s) {
 
 std::string format_params(const ParamValues& p) { return p.empty() ? "-" : format_sizes(p); }
 
+std::string format_scalars(const Scalars& s) {
+  std::string out;
+  for (const auto& [k, v] : s) out += fmt::format("{}{}={}", out.empty() ? "  scalars " : ",", k, v);
+  return out;
+}
+
 void print_results(const std::vector<EvalResult>& results, bool json, bool bench) {
   if (json) {
     if (results.size() == 1) {
@@ -74,8 +83,8 @@ void print_results(const std::vector<EvalResult>& results, bool json, bool bench
   }
   for (const auto& r : results) {
     fmt::print("{} {} on {} [{}]\n", r.problem, r.kernel, r.backend, r.device);
-    fmt::print("  sizes {}  dtype {}  params {}\n", format_sizes(r.sizes), dtype_name(r.dtype),
-               format_params(r.params));
+    fmt::print("  sizes {}  dtype {}  params {}{}\n", format_sizes(r.sizes), dtype_name(r.dtype),
+               format_params(r.params), format_scalars(r.scalars));
     fmt::print("  disposition: {}\n", disposition_name(r.disposition));
     if (!r.passed()) fmt::print("  error: {}\n", r.error);
     if (!r.compile_log.empty() && r.disposition == Disposition::compile_error)

@@ -17,6 +17,7 @@ struct InstanceOptions {
   std::string problem;
   std::string backends = "cpu";  // comma-separated, or "all"
   std::string sizes;             // "M=..,N=..,K=.."
+  std::string scalars;           // "gamma=0.99,lambda=0.95"
   std::string dtype = "fp32";
   std::string params;            // "NAME=V,..."
   int threads = 0;
@@ -39,6 +40,7 @@ int exit_code(const std::vector<EvalResult>& results);
 
 std::string format_sizes(const Sizes& s);
 std::string format_params(const ParamValues& p);
+std::string format_scalars(const Scalars& s);  // "  scalars gamma=0.9", or "" when none is fixed
 
 // A one-line progress bar on stderr, only when stderr is a terminal.
 void progress(const std::string& what, int done, int total);

@@ -151,8 +151,13 @@ std::uint64_t KernelSpec::space_size() const {
   return n;
 }
 
-std::map<std::string, std::int64_t> parse_assignments(const std::string& text) {
-  std::map<std::string, std::int64_t> out;
+namespace {
+
+// "A=1,B=2" with each value read by `parse` (which must consume all of it); `kind` names the
+// expected value in the error.
+template <class T, class Parse>
+std::map<std::string, T> parse_items(const std::string& text, const char* kind, Parse parse) {
+  std::map<std::string, T> out;
   if (trim(text).empty()) return out;
   for (const std::string& item : split(text, ',')) {
     const auto eq = item.find('=');
@@ -162,13 +167,25 @@ std::map<std::string, std::int64_t> parse_assignments(const std::string& text) {
     const std::string value = trim(item.substr(eq + 1));
     try {
       std::size_t used = 0;
-      out[name] = std::stoll(value, &used);
+      out[name] = parse(value, &used);
       if (used != value.size()) throw std::invalid_argument(value);
     } catch (const std::exception&) {
-      throw UsageError("bad value in '" + item + "': " + name + " needs an integer");
+      throw UsageError("bad value in '" + item + "': " + name + " needs " + kind);
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::map<std::string, std::int64_t> parse_assignments(const std::string& text) {
+  return parse_items<std::int64_t>(text, "an integer",
+                                   [](const std::string& v, std::size_t* used) { return std::stoll(v, used); });
+}
+
+std::map<std::string, double> parse_real_assignments(const std::string& text) {
+  return parse_items<double>(text, "a number",
+                             [](const std::string& v, std::size_t* used) { return std::stod(v, used); });
 }
 
 }  // namespace kforge

@@ -1,5 +1,6 @@
 #include "kforge/problem.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,28 @@ Sizes Problem::resolve_sizes(const Sizes& overrides) const {
   return s;
 }
 
+Scalars Problem::resolve_scalars(const Scalars& overrides) const {
+  const auto names = scalar_names();
+  for (const auto& [k, v] : overrides)
+    if (std::find(names.begin(), names.end(), k) == names.end()) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ",") + n;
+      throw UsageError("problem " + name() + " has no scalar '" + k + "' (its scalars: " +
+                       (known.empty() ? "none" : known) + ")");
+    }
+  for (int trial = 0; trial < 2; ++trial) {  // the user's values beside each trial's others
+    Scalars s = scalars_for_trial(trial);
+    for (const auto& [k, v] : overrides) s[k] = v;
+    check_scalars(s);
+  }
+  return overrides;
+}
+
+void Problem::check_scalars(const Scalars& s) const {
+  for (const auto& [k, v] : s)
+    if (!std::isfinite(v)) throw UsageError("scalar " + k + "=" + std::to_string(v) + " must be finite");
+}
+
 void Problem::check_sizes(const Sizes& s) const {
   for (const auto& [k, v] : s)
     if (v < 1) throw UsageError("size " + k + "=" + std::to_string(v) + " must be at least 1");
@@ -36,11 +59,12 @@ void Problem::perturb(Instance& inst, std::size_t t, std::size_t i) const {
 }
 
 Instance Problem::make_instance(const Sizes& s, DType t, Distribution dist, std::uint64_t seed,
-                                int trial) const {
+                                int trial, const Scalars& fixed) const {
   Instance inst;
   inst.sizes = s;
   inst.dtype = t;
   inst.scalars = scalars_for_trial(trial);
+  for (const auto& [k, v] : fixed) inst.scalars[k] = v;
   const auto specs = tensors();
   for (std::size_t i = 0; i < specs.size(); ++i) {
     std::vector<double> v(static_cast<std::size_t>(tensor_elements(i, s)));

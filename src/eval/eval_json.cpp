@@ -11,6 +11,7 @@ nlohmann::json EvalRequest::to_json() const {
   return {{"problem", problem},
           {"kernel", kernel.to_json(true)},
           {"sizes", sizes},
+          {"scalars", scalars},
           {"dtype", dtype_name(dtype)},
           {"params", params},
           {"backend", backend},
@@ -34,6 +35,7 @@ EvalRequest EvalRequest::from_json(const nlohmann::json& j) {
   r.kernel = KernelSpec::from_json_with_source(k, k.at("source_text").get<std::string>());
   r.kernel.source_path = k.value("source", std::string());
   r.sizes = j.at("sizes").get<Sizes>();
+  r.scalars = j.value("scalars", Scalars{});
   r.dtype = parse_dtype(j.at("dtype").get<std::string>());
   r.params = j.at("params").get<ParamValues>();
   r.backend = j.at("backend");
@@ -61,6 +63,7 @@ nlohmann::json EvalResult::to_json() const {
                       {"device", device},       {"sizes", sizes},     {"dtype", dtype_name(dtype)},
                       {"params", params},       {"disposition", disposition_name(disposition)},
                       {"compile_s", compile_s}};
+  if (!scalars.empty()) j["scalars"] = scalars;
   if (!passed()) j["error"] = error;
   if (!compile_log.empty()) j["compile_log"] = compile_log;
   if (verify) j["verify"] = verify->to_json();
@@ -104,6 +107,7 @@ EvalResult EvalResult::from_json(const nlohmann::json& j) {
   r.backend = j.value("backend", "");
   r.device = j.value("device", "");
   r.sizes = j.value("sizes", Sizes{});
+  r.scalars = j.value("scalars", Scalars{});
   r.dtype = parse_dtype(j.value("dtype", "fp32"));
   r.params = j.value("params", ParamValues{});
   r.disposition = parse_disposition(j.at("disposition").get<std::string>());

@@ -52,11 +52,13 @@ Defines defines_for(const ParamValues& params, DType t) {
 std::string inst_key(const EvalRequest& req) {
   std::string key = fmt::format("{}|{}|{}", req.problem, dtype_name(req.dtype), req.verify.seed);
   for (const auto& [k, v] : req.sizes) key += fmt::format("|{}={}", k, v);
+  for (const auto& [k, v] : req.scalars) key += fmt::format("|{}={}", k, v);
   return key;
 }
 
 Instance bench_instance(const Problem& p, const EvalRequest& req) {
-  return p.make_instance(req.sizes, req.dtype, Distribution::normal, req.verify.seed ^ 0xbe9c4ull, 1);
+  return p.make_instance(req.sizes, req.dtype, Distribution::normal, req.verify.seed ^ 0xbe9c4ull, 1,
+                         req.scalars);
 }
 
 // Every timed run's outputs are checked, outside the timing: each run's tensors are
@@ -228,6 +230,7 @@ void run_gates(const EvalRequest& req, Backend& backend, EvalResult& r) {
     return runner.outputs();
   };
   VerifyOptions vo = req.verify;
+  vo.scalars = req.scalars;
   for (const auto& [name, v] : r.params) vo.tile_hints.push_back(v);
   vo.supports = [&](const Sizes& s) { return !k.check(r.params, s); };
   try {
@@ -257,6 +260,7 @@ EvalResult evaluate(const EvalRequest& req, Backend& backend) {
   r.backend = backend.name();
   r.device = backend.device();
   r.sizes = req.sizes;
+  r.scalars = req.scalars;
   r.dtype = req.dtype;
   r.params = req.params;
   try {

@@ -49,6 +49,7 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
   r.kernel = req.kernel.name;
   r.backend = req.backend;
   r.sizes = req.sizes;
+  r.scalars = req.scalars;
   r.dtype = req.dtype;
   r.params = req.kernel.resolve(req.params);
   if (p.timed_out) {

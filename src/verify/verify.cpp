@@ -58,12 +58,14 @@ class Protocol {
   };
 
   Instance instance(const Sizes& s, int trial, Distribution d, std::uint64_t seed) const {
-    return p_.make_instance(s, t_, d, seed, trial);
+    return p_.make_instance(s, t_, d, seed, trial, o_.scalars);
   }
   static std::string key(const Instance& inst, Distribution d, std::uint64_t seed, int trial,
                          const std::string& tag) {
-    return fmt::format("{}|{}|{}|{}|{}|{}", dtype_name(inst.dtype), distribution_name(d), seed, trial,
-                       sizes_text(inst.sizes), tag);
+    std::string scalars;
+    for (const auto& [k, v] : inst.scalars) scalars += fmt::format("{}={},", k, v);
+    return fmt::format("{}|{}|{}|{}|{}|{}|{}", dtype_name(inst.dtype), distribution_name(d), seed, trial,
+                       sizes_text(inst.sizes), scalars, tag);
   }
 
   // One run of the kernel on `inst`, compared with its reference. A failure is charged to

@@ -51,6 +51,13 @@ TEST(Cli, VerifyPassesWithTheRequiredFields) {
   EXPECT_TRUE(j.at("verify").at("passed").get<bool>());
 }
 
+TEST(Cli, AScalarTheUserFixesIsUsedAndReported) {
+  const auto r = kforge_cli("verify gemm --backend cpu " + kSmall + " --scalar alpha=2,beta=0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json j = parse_or_fail(r);
+  EXPECT_EQ(j.at("scalars"), (json{{"alpha", 2.0}, {"beta", 0.0}})) << j.dump(2);
+}
+
 TEST(Cli, VerifyHumanOutputSaysPassed) {
   const auto r = kforge_cli("verify gemm " + kSmall + " --dtype bf16");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -101,6 +108,10 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"verify gemm --size M=0", "M=0"},
                       BadInput{"verify gemm --params NOPE=4", "NOPE"},
                       BadInput{"verify gemm --backend tpu", "tpu"},
+                      BadInput{"verify gemm --scalar gamma=0.5", "gamma"},
+                      BadInput{"verify gemm --scalar alpha=two", "alpha=two"},
+                      BadInput{"verify scan.gae --scalar lambda=1.5", "lambda"},
+                      BadInput{"verify scan.discounted_return --scalar gamma=-0.1", "gamma"},
                       BadInput{"eval --problem gemm --lang cpp --source /nonexistent/k.cpp", "/nonexistent/k.cpp"},
                       BadInput{"eval --problem gemm --lang rust --source /dev/null", "rust"}));
 
