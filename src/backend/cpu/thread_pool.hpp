@@ -1,6 +1,12 @@
 #pragma once
 // A fixed set of worker threads that runs a grid of blocks: blocks are handed out one at a time
 // from an atomic counter, so uneven blocks balance themselves. The calling thread works too.
+//
+// Promise (kernels rely on it): blocks start in increasing index order, and a block starts only
+// after every lower-indexed block has been claimed by a running thread. So a block may wait for
+// lower-indexed ones (the chained scan's carry) without deadlock; consecutive blocks that wait
+// for each other (the row barrier of a softmax row split across blocks) must be no more than
+// size() of them.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
