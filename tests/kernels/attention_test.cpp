@@ -7,6 +7,7 @@
 #include "kforge/backend.hpp"
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
+#include "kernels/family_test.hpp"
 #include "test_util.hpp"
 
 namespace kforge {
@@ -14,15 +15,7 @@ namespace {
 
 EvalRequest request(const std::string& problem, Lang lang, const Sizes& sizes,
                     const ParamValues& params = {}, DType dtype = DType::fp32) {
-  const auto p = find_problem(problem);
-  EvalRequest req;
-  req.problem = problem;
-  req.kernel = library_kernel(*p, lang);
-  req.sizes = p->resolve_sizes(sizes);
-  req.params = params;
-  req.dtype = dtype;
-  req.backend = lang == Lang::cpp ? "cpu" : "opencl";
-  return req;
+  return test::library_request(problem, lang == Lang::cpp ? "cpu" : "opencl", sizes, dtype, params);
 }
 
 // Odd shapes: one position, a prime, one past the default tiles (64 and 128 on cpu, 32 on
@@ -51,10 +44,7 @@ class Attention : public ::testing::TestWithParam<Lang> {
     EvalRequest req = request(problem, GetParam(), s, params, dtype);
     req.verify.fuzz_shapes = 4;
     const EvalResult r = run(req);
-    EXPECT_TRUE(r.passed()) << problem << " " << dtype_name(dtype) << " S=" << s.at("S")
-                            << " D=" << s.at("D") << ": "
-                            << disposition_name(r.disposition) << ": " << r.error << "\n"
-                            << r.compile_log;
+    EXPECT_TRUE(r.passed()) << test::describe(r);
   }
   // The library kernel with `from` replaced by `to`: it must be rejected as incorrect.
   void expect_rejected(const std::string& problem, const Sizes& s, const std::string& from,
