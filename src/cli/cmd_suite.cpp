@@ -33,11 +33,12 @@ std::string now_iso() {
   return buf;
 }
 
-// --size names that this problem has; the others belong to other problems.
-std::string sizes_for(const Problem& p, const std::string& spec) {
+// The assignments of `spec` (--size or --scalar) that name one of `names` (this problem's);
+// the others belong to other problems.
+template <class Values>
+std::string assignments_for(const std::vector<std::string>& names, const Values& values) {
   std::string out;
-  const auto names = p.size_names();
-  for (const auto& [k, v] : parse_assignments(spec))
+  for (const auto& [k, v] : values)
     if (std::find(names.begin(), names.end(), k) != names.end())
       out += fmt::format("{}{}={}", out.empty() ? "" : ",", k, v);
   return out;
@@ -167,7 +168,8 @@ void add_suite(CLI::App& app, int& code) {
         progress("suite", static_cast<int>(done), static_cast<int>(total));
         InstanceOptions io = *o;
         io.problem = p->name();
-        io.sizes = sizes_for(*p, o->sizes);
+        io.sizes = assignments_for(p->size_names(), parse_assignments(o->sizes));
+        io.scalars = assignments_for(p->scalar_names(), parse_real_assignments(o->scalars));
         const Sizes sizes = p->resolve_sizes(parse_assignments(io.sizes));  // picks the kernel
         EvalRequest req = make_request(io, *p, library_kernel(*p, backend->lang(), sizes), name);
         req.bench = true;
