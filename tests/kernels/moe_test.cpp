@@ -41,13 +41,20 @@ void expect_passes(Backend& backend, const Case& c) {
 
 TEST(MoeCpu, PassesAtOddShapes) {
   auto backend = make_backend("cpu");
-  const ParamValues small = {{"MR", 4}, {"NV", 1}, {"VW", 8}, {"BN", 32}, {"KC", 64}, {"TCHUNK", 64}};
+  // Small tiles, so that odd shapes cross every boundary: 2 column blocks (the second with a
+  // 1-column panel), 3 token blocks, row groups of 32 in tiles of 4 (tails of every height),
+  // KC slices with a tail (partial sums parked between slices).
+  const ParamValues small = {{"MR", 4}, {"NV", 1}, {"VW", 8}, {"MC", 32}, {"KC", 64}, {"BN", 64}, {"TBLOCKS", 3}};
+  // The widest micro-tile: 14 rows of 2 AVX-512 vectors, groups of 32 = 14 + 14 + 4.
+  const ParamValues wide = {{"MR", 14}, {"NV", 2}, {"MC", 32}, {"KC", 64}, {"BN", 64}, {"TBLOCKS", 32}};
   const Case cases[] = {
-      {37, 67, 45, 5, 2, {}},      // one block (F < BN), row and column tails
-      {131, 131, 97, 7, 2, small},  // 3 token chunks x 4 column blocks, KC slices with a tail
-      {13, 17, 33, 1, 1, {}},      // E = 1: every token on one expert
-      {29, 64, 65, 3, 1, small},   // K = 1, F = tile*2 + 1
-      {3, 5, 7, 11, 2, {}},        // E > T*K: most experts have no token
+      {37, 67, 45, 5, 2, {}},        // one column block (F < NR), row and column tails
+      {131, 131, 97, 7, 2, small},   // see small
+      {53, 70, 100, 4, 2, wide},     // KC slice tail 6, column tail 4, 32 token blocks
+      {13, 17, 33, 1, 1, {}},        // E = 1: every token on one expert
+      {29, 64, 65, 3, 1, small},     // K = 1, F = tile*2 + 1
+      {3, 5, 7, 11, 2, {}},          // E > T*K: most experts have no token
+      {13, 9, 16, 3, 2, {{"TBLOCKS", 32}}},  // more token blocks than tokens
       {1, 1, 1, 1, 1, {}},
   };
   for (const Case& c : cases) expect_passes(*backend, c);
