@@ -94,6 +94,8 @@ struct Out {
   const int* pair;
   const float* gate;
   int K, F, cols;
+  const int* next_pair;  // the next tile's rows, fetched into L1 while this one computes
+  int next_rows;
 };
 
 // One M x NR tile (M <= MR rows of the A panel a, the B panel b) over kc, starting from zero
@@ -104,25 +106,37 @@ static void tile(const float* X, int H, int k0, int kc, const float* __restrict 
   const float* a[M];  // dispatch: the tile reads its tokens' rows of X in place
 #pragma GCC unroll 16
   for (int i = 0; i < M; ++i) a[i] = X + (long long)(o.pair[i] / o.K) * H + k0;
+  if (last)  // the rows of Y this tile adds to, fetched while it computes
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < NR; j += 16) __builtin_prefetch(o.y + (long long)(o.pair[i] / o.K) * o.F + j, 1, 3);
+  const float* next[MR];
+  for (int r = 0; r < o.next_rows; ++r) next[r] = X + (long long)(o.next_pair[r] / o.K) * H + k0;
   vf c[M][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < M; ++i)
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) c[i][v] = first ? vf{} : *(const vf*)(o.C + (long long)i * o.ldc + v * VW);
+  // The W lines, spread evenly over the tile (bursts would fill the miss queues and stall it).
+  const int per_block = (lines * 16 + kc - 1) / kc;
+  int issued = 0;
+  for (int kb = 0; kb < kc; kb += 16) {  // 16 k steps: one cache line of each row of A
+    for (int r = 0; r < o.next_rows; ++r) __builtin_prefetch(next[r] + kb, 0, 3);
+    for (int q = 0; q < per_block && issued < lines; ++q, ++issued) pf.next();
+    const int ke = kc - kb < 16 ? kc : kb + 16;
 #pragma GCC unroll 2
-  for (int k = 0; k < kc; ++k) {
-    if (k < lines) pf.next();
-    vf bv[NV];
+    for (int k = kb; k < ke; ++k) {
+      vf bv[NV];
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) bv[v] = *(const vf*)(b + k * NR + v * VW);
+      for (int v = 0; v < NV; ++v) bv[v] = *(const vf*)(b + k * NR + v * VW);
 #pragma GCC unroll 16
-    for (int i = 0; i < M; ++i) {
-      const float ai = a[i][k];
+      for (int i = 0; i < M; ++i) {
+        const float ai = a[i][k];
 #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) c[i][v] += ai * bv[v];
+        for (int v = 0; v < NV; ++v) c[i][v] += ai * bv[v];
+      }
     }
   }
-  for (int k = kc; k < lines; ++k) pf.next();
+  for (; issued < lines; ++issued) pf.next();
   if (!last) {
 #pragma GCC unroll 16
     for (int i = 0; i < M; ++i)
@@ -209,7 +223,9 @@ static void moe_block(const kf_ctx& ctx, const float* X, const float* ids, const
       for (int i0 = 0; i0 < mc; i0 += MR, --tiles) {
         const int share = (lines + tiles - 1) / tiles;
         lines -= share;
-        const Out o{C + (C ? (long long)i0 * ldc + j0 : 0), ldc, Y + n0 + j0, grp + i0, gate, K, F, cols};
+        const int next_rows = mc - i0 - MR < MR ? mc - i0 - MR : MR;  // <= 0: no next tile here
+        const Out o{C + (C ? (long long)i0 * ldc + j0 : 0), ldc, Y + n0 + j0, grp + i0, gate, K, F, cols,
+                    grp + i0 + MR, next_rows};
         tile_rows<MR>(mc - i0 < MR ? mc - i0 : MR, X, H, s.k0, kc, Bp + (long long)j0 * kc,
                       s.k0 == 0, s.k0 + kc >= H, o, pf, share);
       }
