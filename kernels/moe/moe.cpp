@@ -1,28 +1,29 @@
 // moe_grouped_gemm for the cpu backend: dispatch, grouped GEMM and combine in ONE launch.
 //
-// Each block owns the output rows Y[token block, n0:n0+BN] (grid: column blocks x TBLOCKS
-// token blocks; by default BN covers all of F, so a block owns whole rows). Ownership makes the
-// combine race-free without atomics, and since every token carries exactly K (token, slot)
-// pairs, equal token blocks are equal work however skewed the routing is.
+// Each block owns the output elements Y[token block, n0:n0+BN] (grid: column strips of BN x
+// TBLOCKS token blocks), so the combine is race-free without atomics. Every token carries
+// exactly K (token, slot) pairs, so equal blocks are equal work however skewed the routing is.
+// By default the blocks are column strips over all tokens: W is then read from memory once in
+// all (it is the operand that does not fit in cache: 128 MB at E=64), and X, which fits in the
+// last-level cache, is read once per strip.
 //
-// The block first builds its schedule from the routing (a counting sort of its (token, slot)
-// pairs by expert: offsets[e] .. offsets[e+1] are expert e's rows, in token order), then, per
-// expert and group of MC of its rows, BLIS-style:
-//   for each KC slice of H:
-//     dispatch  gather the MC rows' X slice into MR-row panels (A, kept in L2) — once for all
-//               of the block's columns, not once per column strip
-//     for each NR-wide column panel:
-//       pack the W[e] slice into a KC x NR panel (B, kept in L1), reused by every row panel
-//       GEMM     MR x NR register micro-kernel per row panel (fewer rows at the group's tail,
-//                so an expert with 3 rows costs 3 rows, not MR)
-//       combine  after the last slice: Y[token, :] += gate * tile, in expert order, so the
-//                result is deterministic; earlier slices park partial sums in a per-thread C
+// The block builds its schedule from the routing (a counting sort of its (token, slot) pairs
+// by expert: offsets[e] .. offsets[e+1] are expert e's rows, in token order), then walks steps
+// (expert e, group of MC of its rows, KC slice of H), BLIS-style:
+//   pack      W[e][slice, strip] into NR-wide panels (B, kept in L2 and L1), while the next
+//             step's W slice is prefetched a line at a time during this step's tiles
+//   dispatch  none as a pass: each tile reads its MR tokens' rows of X in place (the next
+//             tile's rows are prefetched), so X is never copied
+//   GEMM      MR x NR register micro-kernel per (row tile, column panel); a group's tail tile
+//             has exactly the rows left (an expert with 3 rows costs 3 rows, not MR)
+//   combine   after the last slice Y[token, :] += gate * tile, in expert order, so the result
+//             is deterministic; earlier slices park partial sums in a per-thread C
 // Experts with no token cost nothing; no padding to a capacity, no per-expert launch.
 //
 // Parameters (all #defines):
 //   MR      rows per micro-tile              NV  SIMD vectors per micro-tile row (NR = NV*VW)
-//   VW      SIMD width in floats (0: widest) MC  rows of an expert per group (A panel in L2)
-//   KC      reduction slice (B panel in L1)  BN  columns of Y per block
+//   VW      SIMD width in floats (0: widest) MC  rows of an expert per group
+//   KC      reduction slice                  BN  columns of Y per block
 //   TBLOCKS token blocks (blocks = ceil(F/BN) * min(T, TBLOCKS))
 #include <cstdlib>
 #include <cstring>
@@ -208,7 +209,7 @@ static void moe_block(const kf_ctx& ctx, const float* X, const float* ids, const
   const int kc_max = H < KC ? H : KC, ldc = (nc + NR - 1) / NR * NR;
   float* Bp = (float*)scratch(0, (long long)kc_max * ldc * sizeof(float));
   float* C = H > KC ? (float*)scratch(2, (long long)MC * ldc * sizeof(float)) : nullptr;
-  const int row_tiles_max = (MC + MR - 1) / MR, panels = ldc / NR;
+  const int panels = ldc / NR;
   for (Step s = next_step({-1, 0, H}, offsets, E, H); s.e < E;) {
     const Step nx = next_step(s, offsets, E, H);
     const int mc = offsets[s.e + 1] - s.g0 < MC ? offsets[s.e + 1] - s.g0 : MC;
@@ -216,7 +217,8 @@ static void moe_block(const kf_ctx& ctx, const float* X, const float* ids, const
     const int* grp = pair + s.g0;
     pack_b(W + (long long)s.e * H * F, F, s.k0, kc, n0, nc, Bp);
     const int nx_kc = nx.e < E ? (H - nx.k0 < KC ? H - nx.k0 : KC) : 0;
-    Prefetch pf{(const char*)(W + ((long long)nx.e * H + nx.k0) * F + n0), (long long)F * 4, nc * 4 + 63, 0, nx_kc};
+    Prefetch pf{(const char*)(nx.e < E ? W + ((long long)nx.e * H + nx.k0) * F + n0 : W), (long long)F * 4,
+                nc * 4 + 63, 0, nx_kc};
     int lines = nx_kc * ((nc * 4 + 63) / 64 + 1), tiles = (mc + MR - 1) / MR * panels;
     for (int j0 = 0; j0 < nc; j0 += NR) {
       const int cols = nc - j0 < NR ? nc - j0 : NR;
@@ -224,7 +226,7 @@ static void moe_block(const kf_ctx& ctx, const float* X, const float* ids, const
         const int share = (lines + tiles - 1) / tiles;
         lines -= share;
         const int next_rows = mc - i0 - MR < MR ? mc - i0 - MR : MR;  // <= 0: no next tile here
-        const Out o{C + (C ? (long long)i0 * ldc + j0 : 0), ldc, Y + n0 + j0, grp + i0, gate, K, F, cols,
+        const Out o{C ? C + (long long)i0 * ldc + j0 : nullptr, ldc, Y + n0 + j0, grp + i0, gate, K, F, cols,
                     grp + i0 + MR, next_rows};
         tile_rows<MR>(mc - i0 < MR ? mc - i0 : MR, X, H, s.k0, kc, Bp + (long long)j0 * kc,
                       s.k0 == 0, s.k0 + kc >= H, o, pf, share);
@@ -232,7 +234,6 @@ static void moe_block(const kf_ctx& ctx, const float* X, const float* ids, const
     }
     s = nx;
   }
-  (void)row_tiles_max;
 }
 
 KF_KERNEL(moe_grouped_gemm, moe_block)

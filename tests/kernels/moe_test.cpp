@@ -1,5 +1,5 @@
 // moe_grouped_gemm (kernels/moe/) passes kforge's thorough verification on cpu and opencl at
-// odd shapes: T prime, H and F not tile multiples, several token chunks, E = 1 (every token on
+// odd shapes: T prime, H and F not tile multiples, several token and column blocks, E = 1 (every token on
 // one expert), K = 1 and 2, more experts than (token, slot) pairs (experts with no token; the
 // skewed trials also leave one expert empty between full ones). Bad sizes exit 2 naming the
 // size; invalid parameters are refused before compiling. OpenCL cases skip themselves on a
