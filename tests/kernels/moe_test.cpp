@@ -77,7 +77,8 @@ TEST(MoeCli, BadSizesExitTwoNamingTheSize) {
   const struct {
     const char* sizes;
     const char* names;
-  } bad[] = {{"K=3", "size K=3"}, {"T=0", "size T=0"}, {"E=1,K=2", "size K=2"}, {"H=-5", "size H=-5"}};
+  } bad[] = {{"K=3", "size K=3"}, {"T=0", "size T=0"}, {"E=1,K=2", "size K=2"}, {"H=-5", "size H=-5"},
+             {"T=1073741824,H=1,F=1,E=2,K=2", "sizes T*K=2147483648"}};  // pair indices overflow int
   for (const auto& b : bad) {
     const auto r = test::kforge_cli(std::string("verify moe_grouped_gemm --backend cpu --size ") + b.sizes);
     EXPECT_EQ(r.exit_code, 2) << b.sizes << ": " << r.out << r.err;
