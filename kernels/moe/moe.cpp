@@ -41,11 +41,11 @@
 typedef float vf __attribute__((vector_size(VW * 4)));
 typedef float vf_unaligned __attribute__((vector_size(VW * 4), aligned(4)));
 
-// Per-thread scratch (0: B panel, 1: A panels, 2: C partial sums, 3: schedule), kept at the
-// largest size used.
+// Per-thread scratch (0: B panels, 1: C partial sums, 2: schedule), kept at the largest size
+// used.
 static void* scratch(int which, long long bytes) {
-  static thread_local void* buf[4] = {nullptr, nullptr, nullptr, nullptr};
-  static thread_local long long cap[4] = {0, 0, 0, 0};
+  static thread_local void* buf[3] = {nullptr, nullptr, nullptr};
+  static thread_local long long cap[3] = {0, 0, 0};
   if (cap[which] < bytes) {
     std::free(buf[which]);
     buf[which] = std::aligned_alloc(64, ((bytes + 63) / 64) * 64);
@@ -55,7 +55,7 @@ static void* scratch(int which, long long bytes) {
 }
 
 // W[k0:k0+kc, n0:n0+nc] (row stride F) -> panels of NR columns, Bp[panel][k][NR], zero beyond
-// nc. W is read row by row, a contiguous stream the hardware prefetcher follows.
+// nc. W is read row by row (nc contiguous floats each), a stream the hardware prefetcher follows.
 static void pack_b(const float* We, int F, int k0, int kc, int n0, int nc, float* Bp) {
   const int full = nc / NR, rest = nc - full * NR;
   for (int k = 0; k < kc; ++k) {
@@ -99,8 +99,9 @@ struct Out {
   int next_rows;
 };
 
-// One M x NR tile (M <= MR rows of the A panel a, the B panel b) over kc, starting from zero
-// (first slice) or from the parked partial sums, ending in C or, after the last slice, in Y.
+// One M x NR tile (M <= MR tokens' rows of X, read in place; the B panel b) over the slice
+// k0 .. k0+kc, starting from zero (first slice) or from the parked partial sums, ending in C or,
+// after the last slice, in Y.
 template <int M>
 static void tile(const float* X, int H, int k0, int kc, const float* __restrict b, bool first, bool last,
                  const Out& o, Prefetch& pf, int lines) {
@@ -191,7 +192,7 @@ static void moe_block(const kf_ctx& ctx, const float* X, const float* ids, const
 
   // Schedule: a counting sort of the block's (token, slot) pairs by expert. offsets[e] is the
   // first row of expert e; row r is the pair token*K + slot, pair[r].
-  int* offsets = (int*)scratch(3, (long long)(2 * E + 1 + tc * K) * sizeof(int));
+  int* offsets = (int*)scratch(2, (long long)(2 * E + 1 + tc * K) * sizeof(int));
   int* cursor = offsets + E + 1;
   int* pair = cursor + E;
   std::memset(offsets, 0, (E + 1) * sizeof(int));
@@ -208,7 +209,7 @@ static void moe_block(const kf_ctx& ctx, const float* X, const float* ids, const
 
   const int kc_max = H < KC ? H : KC, ldc = (nc + NR - 1) / NR * NR;
   float* Bp = (float*)scratch(0, (long long)kc_max * ldc * sizeof(float));
-  float* C = H > KC ? (float*)scratch(2, (long long)MC * ldc * sizeof(float)) : nullptr;
+  float* C = H > KC ? (float*)scratch(1, (long long)MC * ldc * sizeof(float)) : nullptr;
   const int panels = ldc / NR;
   for (Step s = next_step({-1, 0, H}, offsets, E, H); s.e < E;) {
     const Step nx = next_step(s, offsets, E, H);
