@@ -138,15 +138,19 @@ int main(int argc, char** argv) {
   }
 
   const double flops = problem->flops(problem->resolve_sizes({{"T", T}, {"H", H}, {"F", F}, {"K", K}}));
+  const Ceilings roofs = ceilings(*backend);
   fmt::print("moe_grouped_gemm T={} H={} F={} K={} ({:.2f} GFLOP per call), CPU timings\n", T, H, F, K, flops / 1e9);
-  fmt::print("{:>4} {:>9} {:>10} {:>10} {:>8} {:>8} {:>7} {:>12} {:>5}\n", "E", "routing", "kforge ms",
-             "loop ms", "kf GF/s", "lp GF/s", "ratio", "min..max", "load");
+  fmt::print("{:>4} {:>9} {:>10} {:>10} {:>8} {:>8} {:>7} {:>12} {:>5} {:>5}\n", "E", "routing", "kforge ms",
+             "loop ms", "kf GF/s", "lp GF/s", "ratio", "min..max", "SOL%", "load");
   for (const auto& r : rows) {
     const auto [lo, hi] = std::minmax_element(r.ratios.begin(), r.ratios.end());
     const double k = median_of(r.kforge_s), l = median_of(r.loop_s);
-    fmt::print("{:>4} {:>9} {:>10.2f} {:>10.2f} {:>8.1f} {:>8.1f} {:>6.2f}x {:>5.2f}..{:<5.2f} {:>5}\n", r.E,
+    const double bytes = problem->bytes(problem->resolve_sizes({{"T", T}, {"H", H}, {"F", F}, {"E", r.E}, {"K", K}}),
+                                        DType::fp32);
+    const double sol = roofline(roofs, DType::fp32, flops, bytes, k).sol_fraction;
+    fmt::print("{:>4} {:>9} {:>10.2f} {:>10.2f} {:>8.1f} {:>8.1f} {:>6.2f}x {:>5.2f}..{:<5.2f} {:>5.1f} {:>5}\n", r.E,
                r.skewed ? "skewed" : "balanced", k * 1e3, l * 1e3, flops / k / 1e9, flops / l / 1e9,
-               median_of(r.ratios), *lo, *hi, r.load);
+               median_of(r.ratios), *lo, *hi, 100 * sol, r.load);
   }
   fmt::print("({} rounds each; ratio = loop median / kforge median per round; load = 1-minute load average; "
              "kernel parameters {})\n", rounds, ptext);

@@ -64,7 +64,7 @@ class MoeGroupedGemm final : public Problem {
     if (s.at("E") > (1 << 24))
       throw UsageError("size E=" + std::to_string(s.at("E")) + " must be <= 2^24 (ids are exact in fp32)");
     for (const auto& [what, n] : {std::pair{"T*H", s.at("T") * s.at("H")}, {"E*H*F", s.at("E") * s.at("H") * s.at("F")},
-                                  {"T*F", s.at("T") * s.at("F")}})
+                                  {"T*F", s.at("T") * s.at("F")}, {"T*K", s.at("T") * s.at("K")}})
       if (n > (1LL << 31) - 1)
         throw UsageError(std::string("sizes ") + what + "=" + std::to_string(n) +
                          " must fit in a 32-bit int (the kernel ABI)");

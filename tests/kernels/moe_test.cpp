@@ -1,5 +1,5 @@
 // moe_grouped_gemm (kernels/moe/) passes kforge's thorough verification on cpu and opencl at
-// odd shapes: T prime, H and F not tile multiples, several token chunks, E = 1 (every token on
+// odd shapes: T prime, H and F not tile multiples, several token and column blocks, E = 1 (every token on
 // one expert), K = 1 and 2, more experts than (token, slot) pairs (experts with no token; the
 // skewed trials also leave one expert empty between full ones). Bad sizes exit 2 naming the
 // size; invalid parameters are refused before compiling. OpenCL cases skip themselves on a
@@ -41,13 +41,20 @@ void expect_passes(Backend& backend, const Case& c) {
 
 TEST(MoeCpu, PassesAtOddShapes) {
   auto backend = make_backend("cpu");
-  const ParamValues small = {{"MR", 4}, {"NV", 1}, {"VW", 8}, {"BN", 32}, {"KC", 64}, {"TCHUNK", 64}};
+  // Small tiles, so that odd shapes cross every boundary: 2 column blocks (the second with a
+  // 1-column panel), 3 token blocks, row groups of 32 in tiles of 4 (tails of every height),
+  // KC slices with a tail (partial sums parked between slices).
+  const ParamValues small = {{"MR", 4}, {"NV", 1}, {"VW", 8}, {"MC", 32}, {"KC", 64}, {"BN", 64}, {"TBLOCKS", 3}};
+  // The widest micro-tile: 14 rows of 2 AVX-512 vectors, groups of 32 = 14 + 14 + 4.
+  const ParamValues wide = {{"MR", 14}, {"NV", 2}, {"MC", 32}, {"KC", 64}, {"BN", 64}, {"TBLOCKS", 32}};
   const Case cases[] = {
-      {37, 67, 45, 5, 2, {}},      // one block (F < BN), row and column tails
-      {131, 131, 97, 7, 2, small},  // 3 token chunks x 4 column blocks, KC slices with a tail
-      {13, 17, 33, 1, 1, {}},      // E = 1: every token on one expert
-      {29, 64, 65, 3, 1, small},   // K = 1, F = tile*2 + 1
-      {3, 5, 7, 11, 2, {}},        // E > T*K: most experts have no token
+      {37, 67, 45, 5, 2, {}},        // one column block (F < NR), row and column tails
+      {131, 131, 97, 7, 2, small},   // see small
+      {53, 70, 100, 4, 2, wide},     // KC slice tail 6, column tail 4, 32 token blocks
+      {13, 17, 33, 1, 1, {}},        // E = 1: every token on one expert
+      {29, 64, 65, 3, 1, small},     // K = 1, F = tile*2 + 1
+      {3, 5, 7, 11, 2, {}},          // E > T*K: most experts have no token
+      {13, 9, 16, 3, 2, {{"TBLOCKS", 32}}},  // more token blocks than tokens
       {1, 1, 1, 1, 1, {}},
   };
   for (const Case& c : cases) expect_passes(*backend, c);
@@ -70,7 +77,8 @@ TEST(MoeCli, BadSizesExitTwoNamingTheSize) {
   const struct {
     const char* sizes;
     const char* names;
-  } bad[] = {{"K=3", "size K=3"}, {"T=0", "size T=0"}, {"E=1,K=2", "size K=2"}, {"H=-5", "size H=-5"}};
+  } bad[] = {{"K=3", "size K=3"}, {"T=0", "size T=0"}, {"E=1,K=2", "size K=2"}, {"H=-5", "size H=-5"},
+             {"T=1073741824,H=1,F=1,E=2,K=2", "sizes T*K=2147483648"}};  // pair indices overflow int
   for (const auto& b : bad) {
     const auto r = test::kforge_cli(std::string("verify moe_grouped_gemm --backend cpu --size ") + b.sizes);
     EXPECT_EQ(r.exit_code, 2) << b.sizes << ": " << r.out << r.err;
