@@ -45,7 +45,11 @@ const std::vector<Shape> kShapes = {
     shape("resnet50 conv2_x 3x3", 64, 56, 64, 3, 1, 1),
     shape("resnet50 conv3_x 3x3", 128, 28, 128, 3, 1, 1),
     shape("resnet50 conv4_x 3x3", 256, 14, 256, 3, 1, 1),
+    shape("resnet50 conv5_x 3x3", 512, 7, 512, 3, 1, 1),
     shape("resnet50 conv2_x 1x1", 64, 56, 256, 1, 1, 0),
+    shape("resnet50 conv2_x 1x1 in", 256, 56, 64, 1, 1, 0),
+    shape("resnet50 conv3_1 1x1/2", 256, 56, 512, 1, 2, 0),  // the downsampling projection
+    shape("resnet50 conv4_x 1x1", 256, 14, 1024, 1, 1, 0),
     shape("vgg16 conv1_2 3x3", 64, 112, 64, 3, 1, 1),  // at half resolution: seconds, not minutes
     shape("vgg16 conv4_2 3x3", 512, 28, 512, 3, 1, 1),
     shape("1ch 512x512 3x3 K=32", 1, 512, 32, 3, 1, 1),
