@@ -1,7 +1,8 @@
 // kforge's tuned conv2d against oneDNN's convolution (fp32, forward inference), on the CPU
 // backend, at ResNet-50 and VGG layers (batch 1, so each times in milliseconds on 2 cores) and
 // at single-channel image filters (1x512x512, 3x3/5x5/7x7, 32-64 filters). For each shape: a
-// short tuning of the kernel the library picks for it, then `--rounds` rounds in which kforge's
+// short tuning of the kernel the library picks for it (the winner checked against the defaults
+// by a second timing), then `--rounds` rounds in which kforge's
 // winner and oneDNN are timed one after the other; a round's ratio is oneDNN's median time
 // over kforge's. oneDNN runs twice per round: with plain NCHW tensors (kforge's contract) and
 // with the blocked layouts it prefers (format any; reorders not timed, the best case for it).
@@ -45,7 +46,11 @@ const std::vector<Shape> kShapes = {
     shape("resnet50 conv2_x 3x3", 64, 56, 64, 3, 1, 1),
     shape("resnet50 conv3_x 3x3", 128, 28, 128, 3, 1, 1),
     shape("resnet50 conv4_x 3x3", 256, 14, 256, 3, 1, 1),
+    shape("resnet50 conv5_x 3x3", 512, 7, 512, 3, 1, 1),
     shape("resnet50 conv2_x 1x1", 64, 56, 256, 1, 1, 0),
+    shape("resnet50 conv2_x 1x1 in", 256, 56, 64, 1, 1, 0),
+    shape("resnet50 conv3_1 1x1/2", 256, 56, 512, 1, 2, 0),  // the downsampling projection
+    shape("resnet50 conv4_x 1x1", 256, 14, 1024, 1, 1, 0),
     shape("vgg16 conv1_2 3x3", 64, 112, 64, 3, 1, 1),  // at half resolution: seconds, not minutes
     shape("vgg16 conv4_2 3x3", 512, 28, 512, 3, 1, 1),
     shape("1ch 512x512 3x3 K=32", 1, 512, 32, 3, 1, 1),
@@ -146,10 +151,22 @@ Row run_shape(Backend& backend, const Ceilings& ceil, const Shape& sh, int budge
 
   Row row{sh.name, base.kernel.name, "", "", {}, {}, {}, {}, {}};
   EvalRequest req = base;
-  req.params = t.evaluations[t.best].params;
-  for (const auto& [k, v] : req.params) row.params += fmt::format("{}{}={}", row.params.empty() ? "" : ",", k, v);
   req.bench = true;
   req.verify.thorough = false;
+  // On a shared machine a short tuning can crown a configuration that was timed in a quiet
+  // moment: the winner and the defaults are timed once more and the faster by minimum time
+  // (contention only ever adds time) is the one compared.
+  double best_min = 1e30;
+  for (const ParamValues& cand : {t.evaluations[t.best].params, ParamValues{}}) {
+    EvalRequest c = req;
+    c.params = cand;
+    const EvalResult e = evaluate(c, backend);
+    if (e.passed() && e.timing && e.timing->min_s < best_min) {
+      best_min = e.timing->min_s;
+      req.params = e.params;
+    }
+  }
+  for (const auto& [k, v] : req.params) row.params += fmt::format("{}{}={}", row.params.empty() ? "" : ",", k, v);
   const Instance inst = problem->make_instance(base.sizes, DType::fp32, Distribution::normal, 7, 0);
   OneDnnConv plain(base.sizes, inst, false), blocked(base.sizes, inst, true);
   row.dnnl_impl = plain.impl() + " / " + blocked.impl();

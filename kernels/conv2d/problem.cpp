@@ -116,11 +116,14 @@ class Conv2d final : public Problem {
     return e * dtype_size(t);
   }
 
-  // The C = 1 kernel comes first: library_kernel picks the first spec whose "applies" holds.
+  // The special kernels come first: library_kernel picks the first spec whose "applies" holds,
+  // so C = 1 (conv2d_c1) wins over R = S = 1 (conv2d_1x1), and the general kernel takes the rest.
   std::vector<std::string> kernel_specs() const override {
-    return {"kernels/conv2d/conv2d_c1_cpu.json",    "kernels/conv2d/conv2d_cpu.json",
-            "kernels/conv2d/conv2d_c1_opencl.json", "kernels/conv2d/conv2d_opencl.json",
-            "kernels/conv2d/conv2d_c1_cuda.json",   "kernels/conv2d/conv2d_cuda.json"};
+    return {"kernels/conv2d/conv2d_c1_cpu.json",     "kernels/conv2d/conv2d_1x1_cpu.json",
+            "kernels/conv2d/conv2d_cpu.json",        "kernels/conv2d/conv2d_c1_opencl.json",
+            "kernels/conv2d/conv2d_1x1_opencl.json", "kernels/conv2d/conv2d_opencl.json",
+            "kernels/conv2d/conv2d_c1_cuda.json",    "kernels/conv2d/conv2d_1x1_cuda.json",
+            "kernels/conv2d/conv2d_cuda.json"};
   }
 };
 

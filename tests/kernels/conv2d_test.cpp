@@ -1,8 +1,9 @@
-// The conv2d family: both kernels pass kforge's verification on cpu and opencl at odd shapes
-// and at the edge cases of a convolution (padding wider than the window, stride longer than
-// the window, 1x1 filters, one input channel, dilation so wide the window leaves local memory);
-// the library picks the single-channel kernel exactly when C == 1 (a spec's "applies");
-// malformed sizes exit 2 naming the size.
+// The conv2d family: its three kernels (general, single channel, 1x1) pass kforge's
+// verification on cpu and opencl at odd shapes and at the edge cases of a convolution (padding
+// wider than the window, stride longer than the window, 1x1 filters with stride and padding,
+// 1x1 images, one input channel, dilation so wide the window leaves local memory); the library
+// picks the single-channel kernel exactly when C == 1 and the 1x1 kernel exactly when
+// R == S == 1 otherwise (a spec's "applies"); malformed sizes exit 2 naming the size.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -10,10 +11,14 @@
 #include "kforge/backend.hpp"
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
+#include "kernels/family_test.hpp"
 #include "test_util.hpp"
 
 namespace kforge {
 namespace {
+
+using test::describe;
+using test::library_request;
 
 // N, C, H, W, K, R, S, stride, pad, dil.
 Sizes conv(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t K,
@@ -28,7 +33,10 @@ const Sizes kCases[] = {
     conv(1, 7, 31, 37, 19, 5, 3, 2, 2, 1),   // stride 2, R != S
     conv(1, 2, 5, 6, 3, 2, 2, 1, 3, 1),      // padding larger than the window
     conv(1, 3, 17, 19, 4, 2, 2, 3, 0, 1),    // stride longer than the window (skipped pixels)
-    conv(2, 5, 7, 9, 11, 1, 1, 1, 0, 1),     // 1x1 filters
+    conv(2, 5, 7, 9, 11, 1, 1, 1, 0, 1),     // 1x1 filters: the 1x1 kernel (a GEMM per image)
+    conv(1, 13, 15, 14, 7, 1, 1, 2, 1, 1),   // 1x1, stride 2 (downsampling) with padding
+    conv(1, 3, 5, 4, 5, 1, 1, 3, 2, 1),      // 1x1, padding and stride > window: zero columns
+    conv(3, 67, 1, 1, 17, 1, 1, 1, 0, 1),    // 1x1 images
     conv(1, 2, 15, 16, 3, 3, 3, 1, 2, 2),    // dilation
     conv(1, 1, 33, 65, 10, 3, 3, 1, 1, 1),   // one channel: the C = 1 kernel
     conv(2, 1, 29, 31, 9, 7, 7, 2, 3, 1),    // one channel, 7x7 stride 2
@@ -41,23 +49,11 @@ class Conv2d : public ::testing::TestWithParam<std::string> {
     if (!backend_->can_run()) GTEST_SKIP() << "cannot run " << GetParam() << ": " << backend_->device();
   }
   EvalResult run(const Sizes& s, DType t, const ParamValues& params = {}) {
-    const auto problem = find_problem("conv2d");
-    EvalRequest req;
-    req.problem = "conv2d";
-    req.sizes = problem->resolve_sizes(s);
-    req.kernel = library_kernel(*problem, backend_->lang(), req.sizes);
-    req.dtype = t;
-    req.params = params;
-    req.backend = GetParam();
-    return evaluate(req, *backend_);
+    return evaluate(library_request("conv2d", GetParam(), s, t, params), *backend_);
   }
   void expect_passes(const Sizes& s, DType t, const ParamValues& params = {}) {
     const EvalResult r = run(s, t, params);
-    std::string shown;
-    for (const auto& [k, v] : s) shown += k + "=" + std::to_string(v) + " ";
-    EXPECT_TRUE(r.passed()) << r.kernel << " " << dtype_name(t) << " " << shown << ": "
-                            << disposition_name(r.disposition) << ": " << r.error << "\n"
-                            << r.compile_log;
+    EXPECT_TRUE(r.passed()) << r.kernel << " " << describe(r);
   }
   std::unique_ptr<Backend> backend_;
 };
@@ -83,6 +79,21 @@ TEST_P(Conv2d, SixteenBitStorageAndOtherParametersPass) {
   }
 }
 
+// The 1x1 kernel with the reduction split into slices (C = 131 > KC = 64: partial sums carried
+// in y for fp32, in an fp32 tile for 16-bit), small tiles, and a strided, padded gather.
+TEST_P(Conv2d, OneByOneSlicedReductionAndOtherParametersPass) {
+  const Sizes s = conv(1, 131, 9, 11, 23, 1, 1, 1, 0, 1);
+  const Sizes strided = conv(2, 70, 13, 12, 9, 1, 1, 2, 1, 1);
+  if (GetParam() == "cpu") {
+    expect_passes(s, DType::bf16, {{"KC", 64}});
+    expect_passes(strided, DType::fp16, {{"KC", 64}});
+    expect_passes(s, DType::fp32, {{"MR", 4}, {"NV", 1}, {"VW", 8}, {"MC", 24}, {"NC", 64}, {"KC", 64}});
+  } else {
+    expect_passes(s, DType::bf16, {{"VQ", 4}, {"QDIM", 2}, {"KDIM", 2}, {"KWI", 4}});
+    expect_passes(strided, DType::fp16, {{"VQ", 8}, {"QDIM", 1}, {"KDIM", 4}, {"KWI", 2}});
+  }
+}
+
 // A window wider than local memory holds (opencl, cuda) takes the direct path.
 TEST_P(Conv2d, HugeDilationPasses) {
   expect_passes(conv(1, 2, 3, 2300, 3, 1, 3, 1, 1, 1100), DType::fp32);
@@ -99,13 +110,18 @@ TEST_P(Conv2d, InvalidParametersAreRefusedWithAReason) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, Conv2d, ::testing::Values("cpu", "opencl"));
 
-TEST(Conv2dLibrary, PicksTheSingleChannelKernelExactlyWhenCIsOne) {
+TEST(Conv2dLibrary, PicksTheSingleChannelThenTheOneByOneKernel) {
   const auto p = find_problem("conv2d");
+  const auto picked = [&](Lang l, const Sizes& s) { return library_kernel(*p, l, p->resolve_sizes(s)).name; };
   for (Lang l : {Lang::cpp, Lang::opencl, Lang::cuda}) {
     const std::string suffix = "." + std::string(lang_name(l) == "cpp" ? "cpu" : lang_name(l));
-    EXPECT_EQ(library_kernel(*p, l).name, "conv2d" + suffix);  // defaults: C = 64
-    EXPECT_EQ(library_kernel(*p, l, p->resolve_sizes({{"C", 1}})).name, "conv2d_c1" + suffix);
-    EXPECT_EQ(library_kernel(*p, l, p->resolve_sizes({{"C", 2}})).name, "conv2d" + suffix);
+    EXPECT_EQ(library_kernel(*p, l).name, "conv2d" + suffix);  // defaults: C = 64, 3x3
+    EXPECT_EQ(picked(l, {{"C", 1}}), "conv2d_c1" + suffix);
+    EXPECT_EQ(picked(l, {{"C", 2}}), "conv2d" + suffix);
+    EXPECT_EQ(picked(l, {{"R", 1}, {"S", 1}}), "conv2d_1x1" + suffix);
+    EXPECT_EQ(picked(l, {{"R", 1}, {"S", 1}, {"stride", 2}}), "conv2d_1x1" + suffix);
+    EXPECT_EQ(picked(l, {{"R", 1}, {"S", 3}}), "conv2d" + suffix);
+    EXPECT_EQ(picked(l, {{"C", 1}, {"R", 1}, {"S", 1}}), "conv2d_c1" + suffix);
   }
 }
 
