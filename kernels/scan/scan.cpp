@@ -84,6 +84,16 @@ static inline V shifted(V v, V fill, std::integer_sequence<int, I...>) {
       v, fill, (REVERSE ? (I + D < VEC ? I + D : VEC + I) : (I >= D ? I - D : VEC + I))...);
 }
 
+// The VEC values following p[0..VEC-1] (element t+1 of each step t): p[1..VEC], or where the
+// vector ends the sequence (AT_END), p[1..VEC-1] and then `fill` for the step past the end.
+template <bool AT_END>
+static inline V next(const T* p, float fill) {
+  if constexpr (AT_END)
+    return shifted<1, true>(load(p), splat(fill), std::make_integer_sequence<int, VEC>{});
+  else
+    return load(p + 1);
+}
+
 // In-register scan: on entry (a, c) are VEC single steps; on return lane i holds the map from the
 // vector's entry through step i, composed in scan order (Hillis-Steele: round D composes each
 // lane with the lane D earlier in the scan; empty lanes take the identity map (1, 0)).
@@ -164,50 +174,64 @@ static void end(long long blocks) {
 // E provides, for element i = s*time + t of sequence s:
 //   init(s)                 the value entering the scan
 //   step(i, s, t, a, c)     step t's coefficients, any t
-//   vstep(i, a, c)          steps t..t+VEC-1 at once; only called with t + VEC < time, so it may
-//                           read element i + VEC (the next step's V, Q, ratio)
+//   vstep<AT_END>(i, s, a, c)  steps t..t+VEC-1 at once; reads the elements after them with
+//                           next<AT_END>: AT_END when t + VEC == time (the bootstrap follows)
 //   out(i, x), vout(i, x)   the value written for running value x (x itself, or V + x)
 //   dst                     the output tensor
 //
 // Applies steps [c0, c1) of sequence s (time indices, walked in scan order) to the running map
 // x -> A*x + X; with STORE, writes every step's output (X is then the running value). Vectors
 // cover [v0, v1): v0 is the first step whose output address is vector-aligned (streaming stores
-// need it), and they stop before time-1; the steps around them go one at a time.
+// need it); the steps around them (fewer than VEC on each side) make a partial vector each.
 template <bool REVERSE, bool STORE, class E>
 static inline void run_steps(const E& e, int s, int time, int c0, int c1, bool stream, float& A,
                              float& X) {
   const long long base = (long long)s * time;
-  int end = c1 < time - 1 ? c1 : time - 1;  // vectors read step t + VEC: they stop before time-1
-  if (end < c0) end = c0;
   const int misaligned = (int)(((std::uintptr_t)(e.dst + base + c0) / sizeof(T)) % VEC);
   int v0 = c0 + (VEC - misaligned) % VEC;
-  if (v0 > end) v0 = end;
-  const int v1 = v0 + (end - v0) / VEC * VEC;
+  if (v0 > c1) v0 = c1;
+  const int v1 = v0 + (c1 - v0) / VEC * VEC;
+  const bool ends = v1 == time && v1 > v0;  // the last vector holds step time-1
+  const int vn = ends ? v1 - VEC : v1;       // the vectors before it
 
-  auto one = [&](int t) __attribute__((always_inline)) {
-    float a, c;
-    e.step(base + t, s, t, a, c);
-    A *= a;
-    X = a * X + c;
-    if constexpr (STORE) e.dst[base + t] = e.out(base + t, X);
-  };
-  auto vector = [&](int t) __attribute__((always_inline)) {
+  const int last = REVERSE ? 0 : VEC - 1;  // the lane that ends a vector in scan order
+  auto vector = [&](int t, auto at_end) __attribute__((always_inline)) {
     V a, c;
-    e.vstep(base + t, a, c);
+    e.template vstep<decltype(at_end)::value>(base + t, s, a, c);
     prefix<REVERSE>(a, c);
     if constexpr (STORE) store(e.dst + base + t, e.vout(base + t, a * X + c), stream);
-    const int last = REVERSE ? 0 : VEC - 1;
     A *= a[last];
     X = a[last] * X + c[last];
   };
+  // Steps [p0, p1), at most VEC of them, as one vector whose lanes past p1 hold the identity map
+  // (1, 0): the steps' coefficients are formed one by one (independent work), but they are still
+  // composed in registers, not by a chain of dependent multiply-adds.
+  auto partial = [&](int p0, int p1) __attribute__((always_inline)) {
+    if (p0 >= p1) return;
+    float a[VEC], c[VEC];
+    for (int j = 0; j < VEC; ++j) {
+      a[j] = 1.0f, c[j] = 0.0f;
+      if (p0 + j < p1) e.step(base + p0 + j, s, p0 + j, a[j], c[j]);
+    }
+    V av = load(a), cv = load(c);
+    prefix<REVERSE>(av, cv);
+    if constexpr (STORE) {
+      const V x = av * X + cv;
+      for (int j = 0; j < p1 - p0; ++j) e.dst[base + p0 + j] = e.out(base + p0 + j, x[j]);
+    }
+    A *= av[last];
+    X = av[last] * X + cv[last];
+  };
   if (!REVERSE) {
-    for (int t = c0; t < v0; ++t) one(t);
-    for (int t = v0; t < v1; t += VEC) vector(t);
-    for (int t = v1; t < c1; ++t) one(t);
+    partial(c0, v0);
+    for (int t = v0; t < vn; t += VEC) vector(t, std::false_type{});
+    if (ends) vector(vn, std::true_type{});
+    partial(v1, c1);
   } else {
-    for (int t = c1 - 1; t >= v1; --t) one(t);
-    for (int t = v1 - VEC; t >= v0; t -= VEC) vector(t);
-    for (int t = v0 - 1; t >= c0; --t) one(t);
+    partial(v1, c1);
+    if (ends) vector(vn, std::true_type{});
+    for (int t = vn - VEC; t >= v0; t -= VEC) vector(t, std::false_type{});
+    partial(c0, v0);
   }
 }
 
@@ -266,7 +290,8 @@ struct Linear {  // x[t] = a[t]*x[t-1 or t+1] + b[t], entering value 0
   T* dst;
   float init(int) const { return 0.0f; }
   void step(long long i, int, int, float& ai, float& ci) const { ai = a[i], ci = b[i]; }
-  void vstep(long long i, V& ai, V& ci) const { ai = load(a + i), ci = load(b + i); }
+  template <bool>
+  void vstep(long long i, int, V& ai, V& ci) const { ai = load(a + i), ci = load(b + i); }
   float out(long long, float x) const { return x; }
   V vout(long long, V x) const { return x; }
 };
@@ -279,7 +304,8 @@ struct DiscountedReturn {  // G[t] = r[t] + gamma*(1-done[t])*G[t+1], G[time] = 
   void step(long long i, int, int, float& a, float& c) const {
     a = gamma * (1.0f - done[i]), c = r[i];
   }
-  void vstep(long long i, V& a, V& c) const {
+  template <bool>
+  void vstep(long long i, int, V& a, V& c) const {
     a = gamma * (1.0f - load(done + i)), c = load(r + i);
   }
   float out(long long, float x) const { return x; }
@@ -297,9 +323,10 @@ struct Gae {  // A[t] = delta[t] + gamma*lambda*(1-done[t])*A[t+1], A[time] = 0
     c = r[i] + g * next_v(v, boot, i, s, t, time) - v[i];
     a = g * lambda;
   }
-  void vstep(long long i, V& a, V& c) const {
+  template <bool AT_END>
+  void vstep(long long i, int s, V& a, V& c) const {
     const V g = gamma * (1.0f - load(done + i));
-    c = load(r + i) + g * load(v + i + 1) - load(v + i);
+    c = load(r + i) + g * next<AT_END>(v + i, AT_END ? boot[s] : 0.0f) - load(v + i);
     a = g * lambda;
   }
   float out(long long, float x) const { return x; }
@@ -317,9 +344,10 @@ struct TdLambda {  // G[t] = r[t] + gamma*(1-done[t])*((1-lambda)*V[t+1] + lambd
     c = r[i] + g * (1.0f - lambda) * next_v(v, boot, i, s, t, time);
     a = g * lambda;
   }
-  void vstep(long long i, V& a, V& c) const {
+  template <bool AT_END>
+  void vstep(long long i, int s, V& a, V& c) const {
     const V g = gamma * (1.0f - load(done + i));
-    c = load(r + i) + g * (1.0f - lambda) * load(v + i + 1);
+    c = load(r + i) + g * (1.0f - lambda) * next<AT_END>(v + i, AT_END ? boot[s] : 0.0f);
     a = g * lambda;
   }
   float out(long long, float x) const { return x; }
@@ -337,9 +365,10 @@ struct VTrace {  // x = vs - V: x[t] = rho*(r + g*V[t+1] - V[t]) + g*c*x[t+1], g
     c = (w < rho_bar ? w : rho_bar) * (r[i] + g * next_v(v, boot, i, s, t, time) - v[i]);
     a = g * lambda * (w < c_bar ? w : c_bar);
   }
-  void vstep(long long i, V& a, V& c) const {
+  template <bool AT_END>
+  void vstep(long long i, int s, V& a, V& c) const {
     const V g = gamma * (1.0f - load(done + i)), w = load(ratio + i);
-    c = vmin(w, rho_bar) * (load(r + i) + g * load(v + i + 1) - load(v + i));
+    c = vmin(w, rho_bar) * (load(r + i) + g * next<AT_END>(v + i, AT_END ? boot[s] : 0.0f) - load(v + i));
     a = g * lambda * vmin(w, c_bar);
   }
   float out(long long i, float x) const { return v[i] + x; }
@@ -366,11 +395,13 @@ struct OffPolicyQ {
       c = r[i] + g * boot[s];
     }
   }
-  void vstep(long long i, V& a, V& c) const {
-    const V g = gamma * (1.0f - load(done + i)), next_w = load(w + i + 1);
+  // Past the end: trace 0 (a = 0) and EQ = boot make the general step the last one, r + g*boot.
+  template <bool AT_END>
+  void vstep(long long i, int s, V& a, V& c) const {
+    const V g = gamma * (1.0f - load(done + i)), next_w = next<AT_END>(w + i, 0.0f);
     const V trace = lambda * (TB ? next_w : vmin(next_w, 1.0f));
     a = g * trace;
-    c = load(r + i) + g * (load(eq + i + 1) - trace * load(q + i + 1));
+    c = load(r + i) + g * (next<AT_END>(eq + i, AT_END ? boot[s] : 0.0f) - trace * next<AT_END>(q + i, 0.0f));
   }
   float out(long long, float x) const { return x; }
   V vout(long long, V x) const { return x; }
