@@ -45,7 +45,7 @@ TEST(ScanCpu, EveryProblemPassesAtOddShapes) {
       // 5 chunks of 64 chained per pair of sequences, 16-wide vectors, streamed outputs: every
       // chunk has an unaligned head and a scalar tail
       {5, 257, {{"CHUNK", 64}, {"LANES", 2}, {"PAR", 16}, {"VEC", 16}, {"STREAM_MB", 0}}},
-      {1, 5000, {}},  // batch 1: 2 chunks along time (PAR 2); the last vector ends the sequence
+      {1, 5000, {}},  // batch 1, one block (PAR 1); the last vector ends the sequence
       {3, 67, {{"CHUNK", 8}, {"PAR", 64}, {"VEC", 4}}},  // 9 chunks of 8 steps: 2 vectors each
   };
   for (const char* p : kProblems)
