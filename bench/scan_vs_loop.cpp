@@ -100,7 +100,9 @@ Row run_shape(Backend& backend, const std::string& name, std::int64_t batch, std
 
 int main(int argc, char** argv) {
   CLI::App app{"kforge scan kernels vs the plain sequential loop (-O3), CPU timings"};
-  std::vector<std::string> problems{"scan.linear", "scan.discounted_return", "scan.gae", "scan.td_lambda", "scan.vtrace"};
+  std::vector<std::string> problems{"scan.linear", "scan.linear_rev", "scan.discounted_return",
+                                    "scan.gae", "scan.td_lambda", "scan.vtrace", "scan.retrace",
+                                    "scan.tree_backup", "scan.nstep"};
   std::vector<std::int64_t> batches{1, 64, 4096}, times{128, 1024, 16384};
   std::int64_t max_elements = 1 << 24;
   int rounds = 3, threads = 0;
