@@ -42,9 +42,9 @@ TEST(ScanCpu, EveryProblemPassesAtOddShapes) {
   const Case cases[] = {
       {1, 1, {}},
       {7, 301, {}},  // one chunk per sequence, one pass; a block of 3 sequences (LANES 4)
-      // 5 chunks of 64 chained per pair of sequences, 16-wide vectors, streamed outputs: every
-      // chunk has an unaligned head and a scalar tail
-      {5, 257, {{"CHUNK", 64}, {"LANES", 2}, {"PAR", 16}, {"VEC", 16}, {"STREAM_MB", 0}}},
+      // 5 chunks of 64 chained per pair of sequences, 8-wide vectors (the defaults: 16), streamed
+      // outputs: chunks with unaligned heads and partial tails
+      {5, 257, {{"CHUNK", 64}, {"LANES", 2}, {"PAR", 16}, {"VEC", 8}, {"STREAM_MB", 0}}},
       {1, 5000, {}},  // batch 1, one block (PAR 1); the last vector ends the sequence
       {3, 67, {{"CHUNK", 8}, {"PAR", 64}, {"VEC", 4}}},  // 9 chunks of 8 steps: 2 vectors each
   };
