@@ -447,13 +447,25 @@ static void tree_backup(const kf_ctx& c, const T* r, const T* q, const T* eq, co
 }
 
 // n-step returns are a windowed sum, not a recurrence (README.md): block (bx, s) writes steps
-// [bx*CHUNK, +CHUNK) of sequence s, each from its own window of min(n, time-t) steps.
+// [bx*CHUNK, +CHUNK) of sequence s, each from its own window of min(n, time-t) steps; the
+// windows are independent, so VEC of them are summed at once.
 static void nstep(const kf_ctx& ctx, const T* r, const T* v, const T* done, const T* boot, T* ret,
                   int batch, int time, int n, float gamma) {
   const int s = (int)ctx.block_idx.y, t0 = (int)ctx.block_idx.x * CHUNK;
   const int t1 = time - t0 < CHUNK ? time : t0 + CHUNK;
   const T *rs = r + (long long)s * time, *vs = v + (long long)s * time, *ds = done + (long long)s * time;
-  for (int t = t0; t < t1; ++t) {
+  int t = t0;
+  // Whole windows (V[t+n] inside the sequence), VEC outputs at once: lane j sums the window of
+  // step t+j in the same order as the loop below.
+  for (; t + VEC <= t1 && t + VEC - 1 + n < time; t += VEC) {
+    V g = V{}, discount = splat(1.0f);
+    for (int k = 0; k < n; ++k) {
+      g += discount * load(rs + t + k);
+      discount *= gamma * (1.0f - load(ds + t + k));
+    }
+    store(ret + (long long)s * time + t, g + discount * load(vs + t + n), false);
+  }
+  for (; t < t1; ++t) {
     const int h = time - t < n ? time - t : n;
     float g = 0.0f, discount = 1.0f;
     for (int k = 0; k < h; ++k) {
