@@ -1,9 +1,9 @@
 // kforge's scan kernels against the plain sequential loop (the practitioner's loop in float,
 // compiled -O3 into kforge, sequences shared among all cores), on the CPU backend, at time 128,
 // 1024, 16384 and batch 1, 64, 4096. For each shape: the fastest of a few parameter choices
-// (batch-parallel, time-parallel, mixed; each verified), then `--rounds` rounds in which kforge
-// and the loop are timed in alternation (measure_pair). Per round the ratio is loop median /
-// kforge median; the table shows the median over rounds and its spread (min..max), the
+// (vector widths; one block per sequence or chunks along time; each verified), then `--rounds`
+// rounds in which kforge and the loop are timed in alternation (measure_pair). Per round the
+// ratio is loop median / kforge median; the table shows the median over rounds and its spread (min..max), the
 // speed-of-light fraction against the measured DRAM bandwidth, and the load average.
 // CPU timings are CPU timings: the figures describe this machine.
 #include <algorithm>
@@ -36,17 +36,13 @@ std::string load_average() {
   return one;
 }
 
-// Candidates: all sequences in one pass each (batch-parallel); chunks along time with sub-chunk
-// chains (time-parallel, for few sequences); a mix.
-std::vector<ParamValues> candidates(std::int64_t batch, std::int64_t time, int threads) {
-  std::vector<ParamValues> c = {{{"CHUNK", 65536}, {"LANES", 8}, {"SUB", 1}},
-                                {{"CHUNK", 4096}, {"LANES", 4}, {"SUB", 2}}};
-  if (batch < 8 * threads) {
-    std::int64_t chunk = 64;
-    while (chunk < 65536 && chunk * 4 * threads < time) chunk *= 2;
-    c.push_back({{"CHUNK", chunk}, {"LANES", 1}, {"SUB", 8}});
-    c.push_back({{"CHUNK", chunk}, {"LANES", 2}, {"SUB", 4}});
-  }
+// Candidates: 8- and 16-wide vectors; with fewer blocks of sequences (LANES = 4 each) than
+// threads, also one block per sequence (PAR 1) against chunks along time for every thread.
+std::vector<ParamValues> candidates(std::int64_t batch, int threads) {
+  if (batch >= 4 * threads) return {{{"VEC", 8}}, {{"VEC", 16}}};
+  std::vector<ParamValues> c;
+  for (const std::int64_t vec : {8, 16})
+    for (const std::int64_t par : {1, threads}) c.push_back({{"VEC", vec}, {"PAR", par}});
   return c;
 }
 
@@ -73,7 +69,7 @@ Row run_shape(Backend& backend, const std::string& name, std::int64_t batch, std
   base.measure.min_time_s = 0.2;
   double best = 1e300;
   std::vector<ParamValues> tried;
-  for (auto p : candidates(batch, time, threads == 0 ? 2 : threads)) {
+  for (auto p : candidates(batch, threads == 0 ? 2 : threads)) {
     std::erase_if(p, [&](const auto& kv) {  // scan.nstep has CHUNK only
       return std::none_of(base.kernel.params.begin(), base.kernel.params.end(),
                           [&](const Param& q) { return q.name == kv.first; });
@@ -104,7 +100,9 @@ Row run_shape(Backend& backend, const std::string& name, std::int64_t batch, std
 
 int main(int argc, char** argv) {
   CLI::App app{"kforge scan kernels vs the plain sequential loop (-O3), CPU timings"};
-  std::vector<std::string> problems{"scan.linear", "scan.discounted_return", "scan.gae", "scan.td_lambda"};
+  std::vector<std::string> problems{"scan.linear", "scan.linear_rev", "scan.discounted_return",
+                                    "scan.gae", "scan.td_lambda", "scan.vtrace", "scan.retrace",
+                                    "scan.tree_backup", "scan.nstep"};
   std::vector<std::int64_t> batches{1, 64, 4096}, times{128, 1024, 16384};
   std::int64_t max_elements = 1 << 24;
   int rounds = 3, threads = 0;

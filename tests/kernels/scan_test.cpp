@@ -1,6 +1,7 @@
 // The scan family (kernels/scan/) passes kforge's thorough verification on cpu and opencl at odd
 // shapes: time 1, primes, chunk and tile +-1, batch 1, and parameters that make the cpu kernel
-// chain several chunks per sequence and the opencl kernel walk several tiles. Bad sizes exit 2
+// chain several chunks per sequence (with each vector width, streamed and plain stores) and the
+// opencl kernel walk several tiles. Bad sizes exit 2
 // naming the size. OpenCL cases skip themselves on a machine without an OpenCL device.
 #include <gtest/gtest.h>
 
@@ -40,9 +41,12 @@ TEST(ScanCpu, EveryProblemPassesAtOddShapes) {
   auto backend = make_backend("cpu");
   const Case cases[] = {
       {1, 1, {}},
-      {7, 301, {}},                                           // one chunk, one pass, lane tail
-      {5, 257, {{"CHUNK", 64}, {"LANES", 2}, {"SUB", 4}}},    // 5 chunks chained, tails
-      {1, 1031, {{"CHUNK", 256}, {"LANES", 1}, {"SUB", 8}}},  // batch 1, along time only
+      {7, 301, {}},  // one chunk per sequence, one pass; a block of 3 sequences (LANES 4)
+      // 5 chunks of 64 chained per pair of sequences, 8-wide vectors (the defaults: 16), streamed
+      // outputs: chunks with unaligned heads and partial tails
+      {5, 257, {{"CHUNK", 64}, {"LANES", 2}, {"PAR", 16}, {"VEC", 8}, {"STREAM_MB", 0}}},
+      {1, 5000, {}},  // batch 1, one block (PAR 1); the last vector ends the sequence
+      {3, 67, {{"CHUNK", 8}, {"PAR", 64}, {"VEC", 4}}},  // 9 chunks of 8 steps: 2 vectors each
   };
   for (const char* p : kProblems)
     for (const Case& c : cases) {
@@ -106,10 +110,10 @@ TEST(ScanCpu, InvalidParametersAreRefusedBeforeCompiling) {
   req.problem = "scan.gae";
   req.kernel = library_kernel(*problem, Lang::cpp);
   req.sizes = problem->resolve_sizes({{"batch", 4}, {"time", 64}});
-  req.params = {{"LANES", 16}, {"SUB", 8}};  // 128 chains: over the LANES * SUB <= 64 limit
+  req.params = {{"CHUNK", 8}, {"VEC", 16}};  // a chunk shorter than one vector
   const EvalResult r = evaluate(req, *backend);
   EXPECT_EQ(r.disposition, Disposition::invalid_config);
-  EXPECT_NE(r.error.find("SUB"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("CHUNK >= VEC"), std::string::npos) << r.error;
 }
 
 }  // namespace

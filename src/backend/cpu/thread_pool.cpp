@@ -41,6 +41,10 @@ void ThreadPool::drain(int worker) {
 }
 
 void ThreadPool::run(std::int64_t blocks, const std::function<void(std::int64_t, int)>& body) {
+  if (blocks == 1) {  // nothing to share: waking the workers and waiting for them costs more
+    body(0, 0);       // (a whole time slice when the machine is busy) than a small block
+    return;
+  }
   {
     std::lock_guard lock(mutex_);  // a sleeping worker checks generation_ under it: no lost wake-up
     body_ = &body;
