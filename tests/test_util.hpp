@@ -16,9 +16,14 @@
 
 namespace kforge::test {
 
-// Compiled kernels are cached by content; tests use their own folder unless told otherwise.
+// Tests never touch the user's cache (compiled kernels, results, and ceilings that a test run
+// under load would measure too low): they use $KFORGE_TEST_CACHE_DIR, else /tmp/kfcache-tests.
+inline const char* test_cache_dir() {
+  const char* d = std::getenv("KFORGE_TEST_CACHE_DIR");
+  return d && *d ? d : "/tmp/kfcache-tests";
+}
 inline const bool kCacheDirSet = [] {
-  setenv("KFORGE_CACHE_DIR", "/tmp/kfcache-tests", /*overwrite=*/0);
+  setenv("KFORGE_CACHE_DIR", test_cache_dir(), /*overwrite=*/1);
   return true;
 }();
 

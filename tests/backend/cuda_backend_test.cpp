@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/cuda/nvrtc_compiler.hpp"
+#include "test_util.hpp"  // the tests' own cache folder
 #include "kforge/backend.hpp"
 #include "kforge/error.hpp"
 #include "kforge/evaluate.hpp"
@@ -22,10 +23,6 @@
 namespace kforge {
 namespace {
 
-const bool kCacheDirSet = [] {
-  setenv("KFORGE_CACHE_DIR", "/tmp/kfcache-tests", /*overwrite=*/0);
-  return true;
-}();
 
 Defines defines_for(const ParamValues& params, DType t) {
   Defines d;
