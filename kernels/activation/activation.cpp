@@ -16,6 +16,9 @@
 //   COLS   columns per block (a multiple of 16)
 //   NT     1: non-temporal stores of Y (where aligned), 0: plain stores
 // The vector helpers (kf_vf, kf_load, kf_store_nt, kf_exp, ...) are the cpu prelude's.
+#ifndef PF
+#define PF 0
+#endif
 typedef kf_vf vf;
 typedef kf_storage T;
 
@@ -28,13 +31,13 @@ static inline void put_v(T* p, vf v) {
 // Phi(z) = erfc(-z/sqrt 2) / 2, erfc(t) for t >= 0 by A&S 7.1.26.
 static inline vf normal_cdf(vf z) {
   const vf t = (z < 0 ? -z : z) * 0.70710678f;
-  const vf s = 1.0f / (1.0f + 0.3275911f * t);
+  const vf s = kf_rcp(1.0f + 0.3275911f * t);
   vf p = kf_splat(1.061405429f);
   p = p * s - 1.453152027f;
   p = p * s + 1.421413741f;
   p = p * s - 0.284496736f;
   p = p * s + 0.254829592f;
-  const vf half_erfc = 0.5f * p * s * kf_exp(-(t * t));
+  const vf half_erfc = 0.5f * p * s * kf_exp_clamped(-(t * t));  // absolute error only matters
   return z < 0 ? half_erfc : 1.0f - half_erfc;
 }
 
@@ -47,11 +50,11 @@ static inline vf act(vf z, float slope) {
   if constexpr (F == kGeluErf) return z * normal_cdf(z);
   if constexpr (F == kGeluTanh) {
     const vf a = 0.7978845608f * (z + 0.044715f * z * z * z);
-    return z / (1.0f + kf_exp(-2.0f * a));
+    return z * kf_rcp(1.0f + kf_exp_clamped(-2.0f * a));
   }
   if constexpr (F == kSilu) {  // e = exp(-|z|) never overflows: sigmoid = 1/(1+e) or e/(1+e)
     const vf e = kf_exp(z < 0 ? z : -z);
-    return z * (z < 0 ? e : kf_splat(1.0f)) / (1.0f + e);
+    return z * (z < 0 ? e : kf_splat(1.0f)) * kf_rcp(1.0f + e);
   }
 }
 
@@ -66,6 +69,7 @@ static void act_block(const kf_ctx& ctx, const T* X, const T* B, T* Y, int M, in
     T* y = Y + i * N;
     long long j = c0;
     for (; j + KF_VW <= c1; j += KF_VW) {
+      if constexpr (PF > 0) __builtin_prefetch(x + j + PF);
       vf z = kf_load(x + j);
       if (bias) z += kf_load(B + j);
       put_v(y + j, act<F>(z, slope));

@@ -22,6 +22,9 @@
 #include <cmath>
 
 // The vector helpers (kf_vf, kf_load, kf_store_nt, kf_exchange, ...) are the cpu prelude's.
+#ifndef PF
+#define PF 0
+#endif
 typedef kf_vf vf;
 typedef kf_storage T;
 
@@ -53,11 +56,13 @@ static float chunk_sum(const T* x, long long n, float c) {
   return kf_hsum(s[0]);
 }
 
-// y = (x - mu) * inv * g (+ b) for n elements.
+// y = (x - mu) * inv * g (+ b) for n elements; with PF, next[0:n) is prefetched meanwhile.
 template <bool kCentered>
-static void chunk_write(const T* x, const T* g, const T* b, long long n, float mu, float inv, T* y) {
+static void chunk_write(const T* x, const T* g, const T* b, long long n, float mu, float inv, T* y,
+                        const T* next) {
   long long j = 0;
   for (; j + KF_VW <= n; j += KF_VW) {
+    if (PF && next) __builtin_prefetch(next + j);
     vf v = (kf_load(x + j) - mu) * inv * kf_load(g + j);
     if constexpr (kCentered) v += kf_load(b + j);
     put_v(y + j, v);
@@ -101,7 +106,8 @@ static void norm_block(const kf_ctx& ctx, const T* X, const T* G, const T* B, T*
       }
     }
     const float inv = 1.0f / std::sqrt(m2 / (float)N + eps);
-    chunk_write<kCentered>(x, G + j0, kCentered ? B + j0 : nullptr, n, mean, inv, Y + i * N + j0);
+    chunk_write<kCentered>(x, G + j0, kCentered ? B + j0 : nullptr, n, mean, inv, Y + i * N + j0,
+                           i + 1 < M ? x + N : nullptr);
   }
   kf_fence();
 }

@@ -111,7 +111,54 @@ static void axis1_block(const kf_ctx& ctx, const T* X, T* Y, int M, int N) {
 }
 
 // --- axis 0: each column --------------------------------------------------------------------
-#define CV (COLS / KF_VW)  // vectors per column tile
+#define CV (COLS / KF_VW + 1)  // accumulator vectors per column tile (+1: a partial one)
+
+// Folds rows [i, i + R) of the tile's vector c (each at x + r * N) into (v, at): sum and max
+// combine the R rows as a tree first (one accumulator update per R rows), argmax takes them in
+// order with a strict compare, so each lane keeps the first maximum down its column.
+template <int O, int R, class Load>
+static inline void fold_rows(vf& v, vi& at, long long i, long long N, Load load) {
+  if constexpr (O == kSum) {
+    vf s = load(0);
+    for (int r = 1; r < R; ++r) s += load(r * N);
+    v += s;
+  } else if constexpr (O == kMax) {
+    vf m = load(0);
+    for (int r = 1; r < R; ++r) m = kf_max(m, load(r * N));
+    v = kf_max(v, m);
+  } else {
+    for (int r = 0; r < R; ++r) {
+      const vf x_v = load(r * N);
+      const vi better = x_v > v;
+      v = better ? x_v : v;
+      at = better ? kf_vi{} + (int)(i + r) : at;
+    }
+  }
+}
+
+// Rows [i0, i1) of the column tile [c0, c0 + w) into (v, at), R rows at a time: each row's w
+// values are contiguous, the tile's accumulators stay in L1, and the next rows are prefetched.
+template <int O, int R>
+static void fold_tile(const T* X, long long N, long long c0, long long w, long long i0, long long i1,
+                      vf* v, vi* at) {
+  const long long full = w / KF_VW, tail = w % KF_VW;
+  const float fill = O == kSum ? 0.0f : -__builtin_inff();
+  long long i = i0;
+  for (; i + R <= i1; i += R) {
+    const T* x = X + i * N + c0;
+    for (long long c = 0; c < full; ++c) {
+      const T* xc = x + c * KF_VW;
+      if (i + 2 * R <= i1)
+        for (int r = 0; r < R; ++r) __builtin_prefetch(xc + (R + r) * N);
+      fold_rows<O, R>(v[c], at[c], i, N, [&](long long o) { return kf_load(xc + o); });
+    }
+    if (tail) {
+      const T* xc = x + full * KF_VW;
+      fold_rows<O, R>(v[full], at[full], i, N, [&](long long o) { return kf_load_part(xc + o, (int)tail, fill); });
+    }
+  }
+  for (; i < i1; ++i) fold_tile<O, 1>(X, N, c0, w, i, i + 1, v, at);
+}
 
 template <int O>
 static void axis0_block(const kf_ctx& ctx, const T* X, T* Y, int M, int N) {
@@ -121,29 +168,13 @@ static void axis0_block(const kf_ctx& ctx, const T* X, T* Y, int M, int N) {
   const long long c0 = ctx.block_idx.y * (long long)COLS, w = c0 + COLS < N ? COLS : N - c0;
   const long long per = (M + P - 1) / P;
   const long long i0 = p * per < M ? p * per : M, i1 = i0 + per < M ? i0 + per : M;
-  const float fill = O == kSum ? 0.0f : -__builtin_inff();
   vf v[CV];
   vi at[CV];
-  for (int c = 0; c < CV; ++c) v[c] = (vf){} + fill, at[c] = (vi){};
-  for (long long i = i0; i < i1; ++i) {
-    const T* x = X + i * N + c0;
-#pragma GCC unroll 16
-    for (int c = 0; c < CV; ++c) {
-      const vf x_v = (c + 1) * KF_VW <= w ? kf_load(x + c * KF_VW)
-                     : c * KF_VW < w      ? kf_load_part(x + c * KF_VW, (int)(w - c * KF_VW), fill)
-                                       : (vf){} + fill;
-      if constexpr (O == kSum) v[c] += x_v;
-      if constexpr (O == kMax) v[c] = x_v > v[c] ? x_v : v[c];
-      if constexpr (O == kArgmax) {
-        const vi better = x_v > v[c];  // strict: the first maximum down the column
-        v[c] = better ? x_v : v[c];
-        at[c] = better ? (vi){} + (int)i : at[c];
-      }
-    }
-  }
-  float mine[2 * COLS];  // (value, index) per column of the tile
-  for (int c = 0; c < CV; ++c)
-    for (int e = 0; e < KF_VW; ++e) mine[2 * (c * KF_VW + e)] = v[c][e], mine[2 * (c * KF_VW + e) + 1] = (float)at[c][e];
+  for (int c = 0; c < CV; ++c) v[c] = kf_splat(O == kSum ? 0.0f : -__builtin_inff()), at[c] = kf_vi{};
+  fold_tile<O, 4>(X, N, c0, w, i0, i1, v, at);
+  static thread_local float mine[2 * COLS];  // (value, index) per column of the tile
+  for (long long c = 0; c < w; ++c)
+    mine[2 * c] = v[c / KF_VW][c % KF_VW], mine[2 * c + 1] = (float)at[c / KF_VW][c % KF_VW];
   if (P > 1) {
     static thread_local float all[16][2 * COLS];  // P <= SPLIT <= 16
     kf_exchange<2 * COLS>(ctx.block_idx.y, p, P, mine, all);

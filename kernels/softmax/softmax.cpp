@@ -19,6 +19,9 @@
 #include <cstdlib>
 
 // The vector helpers (kf_vf, kf_load, kf_store_nt, kf_exp, kf_exchange, ...) are the cpu prelude's.
+#ifndef PF
+#define PF 0
+#endif
 typedef kf_vf vf;
 typedef kf_storage T;
 
@@ -56,14 +59,16 @@ static float chunk_max(const T* x, long long n) {
   return kf_hmax(m[0]);
 }
 
-// e[j] = exp(x[j] - mx) for j < n (padded to whole vectors); returns the sum of e.
-static float chunk_exp_sum(const T* x, long long n, float mx, float* e) {
+// e[j] = exp(x[j] - mx) for j < n (padded to whole vectors); returns the sum of e. With PF,
+// next[0:n) is prefetched meanwhile: the next row's reads overlap this pass's arithmetic.
+static float chunk_exp_sum(const T* x, long long n, float mx, float* e, const T* next) {
   vf s[ACC];
   for (int a = 0; a < ACC; ++a) s[a] = (vf){};
   long long j = 0;
   for (; j + STEP <= n; j += STEP)
 #pragma GCC unroll 16
     for (int a = 0; a < ACC; ++a) {
+      if (PF && next) __builtin_prefetch(next + j + a * KF_VW);
       const vf v = kf_exp(kf_load(x + j + a * KF_VW) - mx);
       *(vf*)(e + j + a * KF_VW) = v;
       s[a] += v;
@@ -97,7 +102,7 @@ static void softmax_block(const kf_ctx& ctx, const T* X, T* Y, int M, int N) {
   for (long long i = r0; i < r0 + ROWS && i < M; ++i) {
     const T* x = X + i * N + j0;
     const float mx = j1 > j0 ? chunk_max(x, j1 - j0) : -__builtin_inff();
-    const float sum = j1 > j0 ? chunk_exp_sum(x, j1 - j0, mx, e) : 0.0f;
+    const float sum = j1 > j0 ? chunk_exp_sum(x, j1 - j0, mx, e, i + 1 < M ? x + N : nullptr) : 0.0f;
     float scale = 1.0f / sum;
     if (P > 1) {  // combine the P partials in a fixed order, the same in every block
       const float mine[2] = {mx, sum};

@@ -144,26 +144,56 @@ static inline float kf_hmax(kf_vf v) {
   return m;
 }
 
-// exp(x) within ~2 ulp, subnormal results included; x < -104 gives 0 (-inf too), x > 89 inf.
-// x = k*ln2 + r with |r| <= ln2/2 (Cody-Waite: ln2's high part has 9 bits, so k*ln2_hi is
-// exact), a degree-7 Taylor polynomial for e^r, and 2^k as two normal factors.
-static inline kf_vf kf_exp(kf_vf x) {
-  x = x < -104.0f ? kf_splat(-104.0f) : x;
-  x = x > 89.0f ? kf_splat(89.0f) : x;
+// e^x = p * 2^k with p = e^r, r = x - k*ln2, |r| <= ln2/2 (Cody-Waite: ln2's high part has 9
+// bits, so k*ln2_hi is exact); e^r by a degree-6 polynomial (a Chebyshev fit, relative error
+// 1e-8). The shared part of kf_exp and kf_exp_clamped.
+static inline kf_vf kf_exp_reduced(kf_vf x, kf_vi& k) {
   const kf_vf magic = kf_splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
-  const kf_vf k = (x * 1.44269504f + magic) - magic;
-  const kf_vf r = (x - k * 0.693359375f) - k * -2.12194440e-4f;
-  kf_vf p = kf_splat(1.0f / 5040);
-  p = p * r + (1.0f / 720);
-  p = p * r + (1.0f / 120);
-  p = p * r + (1.0f / 24);
-  p = p * r + (1.0f / 6);
+  const kf_vf t = x * 1.44269504f + magic;    // whose low bits are then k
+  const kf_vf kf = t - magic;
+  const kf_vf r = (x - kf * 0.693359375f) - kf * -2.12194440e-4f;
+  kf_vf p = kf_splat(1.3926176e-3f);
+  p = p * r + 8.3631733e-3f;
+  p = p * r + 4.1666556e-2f;
+  p = p * r + 1.6666578e-1f;
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const kf_vi ki = __builtin_convertvector(k, kf_vi);
-  const kf_vi k1 = ki >> 1, k2 = ki - k1;
-  return p * (kf_vf)((k1 + 127) << 23) * (kf_vf)((k2 + 127) << 23);
+  k = (kf_vi)t - (kf_vi)magic;
+  return p;
+}
+
+// e^x within ~1 ulp for x <= 88, subnormal results included; x < -104 gives 0, -inf too. 2^k
+// goes into p's exponent bits, in two steps where e^x is subnormal (k < -125): 2^-125 into the
+// bits, 2^(k + 125) as a factor, so the result rounds once.
+static inline kf_vf kf_exp(kf_vf x) {
+  kf_vi k;
+  const kf_vf p = kf_exp_reduced(x < -104.0f ? kf_splat(-104.0f) : x, k);
+  const kf_vi k1 = k < -125 ? -125 : k;
+  return (kf_vf)((kf_vi)p + (k1 << 23)) * (kf_vf)((k - k1 + 127) << 23);
+}
+
+// e^x within ~1 ulp for x in [-86, 88], the nearest end's value outside: cheaper than kf_exp
+// (no subnormal step), for the kernels whose error bounds allow it.
+static inline kf_vf kf_exp_clamped(kf_vf x) {
+  x = x < -86.0f ? kf_splat(-86.0f) : x;
+  kf_vi k;
+  const kf_vf p = kf_exp_reduced(x > 88.0f ? kf_splat(88.0f) : x, k);
+  return (kf_vf)((kf_vi)p + (k << 23));
+}
+
+// 1/x for normal x within ~1 ulp: where AVX-512 has it, the hardware's 14-bit estimate and one
+// Newton step (a third of a division's time), a division elsewhere.
+static inline kf_vf kf_rcp(kf_vf x) {
+#if defined(__AVX512F__) && KF_VW == 16
+  const kf_vf r = __builtin_ia32_rcp14ps512_mask(x, kf_vf{}, (unsigned short)-1);
+  return r + r * (1.0f - x * r);
+#elif defined(__AVX512VL__) && KF_VW == 8
+  const kf_vf r = __builtin_ia32_rcp14ps256_mask(x, kf_vf{}, (unsigned char)-1);
+  return r + r * (1.0f - x * r);
+#else
+  return 1.0f / x;
+#endif
 }
 
 // ---- blocks that share one row (or column tile) ------------------------------------------------
