@@ -4,21 +4,22 @@
 // shared by ceil(N/COLS) blocks: every thread has work); it streams the tile row by row in
 // VW-float SIMD vectors, the row's tail as a masked vector.
 //
-// The transcendental functions are SIMD too: exp by Cody-Waite reduction and a polynomial,
+// The transcendental functions are SIMD too, and cheap enough that two cores keep up with
+// memory: the prelude's kf_exp (Cody-Waite reduction, a degree-6 polynomial, 2^k into the
+// exponent bits) and kf_rcp (a 14-bit estimate and one Newton step instead of a division);
 // erfc by Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7), and GELU's tanh form through the
-// identity (1 + tanh(a)) / 2 = sigmoid(2a) = 1 / (1 + exp(-2a)), which never cancels. SiLU's
-// sigmoid takes exp(-|z|), which never overflows (z / (1 + exp(-z)) is -0 below z = -88.7,
-// where the true value is still a normal number).
+// identity (1 + tanh(a)) / 2 = sigmoid(2a) = 1 / (1 + exp(-2a)), which never cancels. The GELUs'
+// bounds allow an absolute error of a few ulps of |z|, so they take kf_exp_clamped (no subnormal
+// results). SiLU's sigmoid takes exp(-|z|), which never overflows (z / (1 + exp(-z)) is -0
+// below z = -88.7, where the true value is still a normal number), with kf_exp's subnormals.
 //
 // Parameters (all #defines):
 //   VW     SIMD width in floats: 8 (AVX2), 16 (AVX-512), 0 = the widest the compiler targets
 //   ROWS   rows per block
 //   COLS   columns per block (a multiple of 16)
 //   NT     1: non-temporal stores of Y (where aligned), 0: plain stores
+//   PF     prefetch X this many elements ahead of the loads (0: leave it to the hardware)
 // The vector helpers (kf_vf, kf_load, kf_store_nt, kf_exp, ...) are the cpu prelude's.
-#ifndef PF
-#define PF 0
-#endif
 typedef kf_vf vf;
 typedef kf_storage T;
 

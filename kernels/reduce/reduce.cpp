@@ -7,9 +7,11 @@
 // axis 1: a block owns ROWS rows. Few long rows (M < 2 x threads): up to SPLIT blocks share a
 // row (grid x), each one chunk; they exchange partials through a slot in shared memory and wait
 // for each other (a row barrier), and block 0 writes the combination.
-// axis 0: a block owns COLS columns and walks the rows, adding each row's COLS contiguous
-// values (streamed) into COLS/VW vector accumulators (registers, or L1 for wide tiles). Few column tiles (N/COLS < 2 x threads): up to SPLIT blocks share a tile, each a
-// range of rows, and combine the same way.
+// axis 0: a block owns COLS columns and walks down the rows four at a time, folding each row's
+// COLS contiguous values into COLS/VW vector accumulators (in L1), with the next four rows
+// prefetched: long contiguous runs for DRAM, one accumulator update per four rows. Few column
+// tiles (N/COLS < 2 x threads): up to SPLIT blocks share a tile, each a range of rows, and
+// combine the same way.
 // The pool hands out blocks in index order and the blocks of a group are adjacent (the split is
 // the grid's x), so with at most one block per thread in a group every block it waits for has a
 // thread: no deadlock.
