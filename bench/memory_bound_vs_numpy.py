@@ -189,8 +189,11 @@ def main():
     print(f"kforge (cpu backend, all cores) vs numpy {np.__version__} (one core), fp32, M={M} N={N}, "
           f"{a.rounds} interleaved rounds")
     print("load before:", open("/proc/loadavg").read().split()[:3])
-    rows = []
-    for problem in a.problems.split(","):
+    header = (f"{'problem':22} {'kforge ms':>10} {'numpy ms':>10} {'numpy/kforge':>13} {'spread':>13} "
+              f"{'kforge SOL':>10}" + (f" {'before ms':>10} {'before/now':>11} {'spread':>13} "
+                                       f"{'before SOL':>10}" if a.before else ""))
+    print(header, flush=True)
+    for problem in a.problems.split(","):  # each row printed when its rounds are done
         state = peers[problem][0]()
         run = peers[problem][1]
         run(state)  # warm-up: first-touch page faults are not numpy's speed
@@ -211,19 +214,12 @@ def main():
             sols.append(sol)
         del state
         ratios = [n / k for k, n in zip(ks, ns)]
-        gains = [b / k for k, b in zip(ks, bs)]
-        rows.append((problem, median(ks), median(ns), median(ratios), min(ratios), max(ratios),
-                     median(sols), bs and (median(bs), median(gains), min(gains), max(gains),
-                                           median(bsols))))
-        print(f"  {problem}: {len(ks)} rounds done", file=sys.stderr, flush=True)
-    print(f"{'problem':22} {'kforge ms':>10} {'numpy ms':>10} {'numpy/kforge':>13} {'spread':>13} "
-          f"{'kforge SOL':>10}" + (f" {'before ms':>10} {'before/now':>11} {'spread':>13} "
-                                   f"{'before SOL':>10}" if a.before else ""))
-    for p, k, n, r, lo, hi, sol, before in rows:
-        line = f"{p:22} {k * 1e3:10.2f} {n * 1e3:10.2f} {r:12.2f}x {lo:6.2f}..{hi:<6.2f} {sol * 100:9.1f}%"
-        if before:
-            b, g, glo, ghi, bsol = before
-            line += f" {b * 1e3:10.2f} {g:10.2f}x {glo:6.2f}..{ghi:<6.2f} {bsol * 100:9.1f}%"
+        line = (f"{problem:22} {median(ks) * 1e3:10.2f} {median(ns) * 1e3:10.2f} {median(ratios):12.2f}x "
+                f"{min(ratios):6.2f}..{max(ratios):<6.2f} {median(sols) * 100:9.1f}%")
+        if a.before:
+            gains = [b / k for k, b in zip(ks, bs)]
+            line += (f" {median(bs) * 1e3:10.2f} {median(gains):10.2f}x {min(gains):6.2f}..{max(gains):<6.2f} "
+                     f"{median(bsols) * 100:9.1f}%")
         print(line, flush=True)
     print("load after:", open("/proc/loadavg").read().split()[:3])
 
