@@ -126,15 +126,19 @@ def numpy_peers(np, M, N):
     }
 
 
-def kforge_bench(kforge, problem, size):
-    out = subprocess.run([kforge, "bench", problem, "--backend", "cpu", "--size", size, "--quick",
-                          "--trials", "1", "--no-baseline", "--repetitions", "15", "--json"],
-                         check=True, capture_output=True, text=True).stdout
-    doc = json.loads(out)
-    r = doc[0] if isinstance(doc, list) else doc
+def timed(label, argv):
+    """(median seconds, SOL fraction) of a passed `kforge bench`/`kforge eval --bench` --json run."""
+    r = json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)
+    r = r[0] if isinstance(r, list) else r
     if r.get("disposition") != "passed":
-        sys.exit(f"kforge bench {problem}: {r.get('disposition')}: {r.get('error')}")
+        sys.exit(f"{label}: {r.get('disposition')}: {r.get('error')}")
     return r["median_s"], r["sol_fraction"]
+
+
+def kforge_bench(kforge, problem, size):
+    return timed(f"kforge bench {problem}",
+                 [kforge, "bench", problem, "--backend", "cpu", "--size", size, "--quick", "--trials",
+                  "1", "--no-baseline", "--repetitions", "15", "--json"])
 
 
 def spec_path(kernels, problem):
@@ -149,15 +153,10 @@ def before_bench(kforge, kernels, problem, size):
     spec = spec_path(kernels, problem)
     with open(spec) as f:
         doc = json.load(f)
-    out = subprocess.run([kforge, "eval", "--problem", problem, "--backend", "cpu", "--size", size,
-                          "--spec", spec, "--source", os.path.join(os.path.dirname(spec), doc["source"]),
-                          "--entry", doc["entry"], "--quick", "--trials", "1", "--bench", "--json"],
-                         check=True, capture_output=True, text=True).stdout
-    r = json.loads(out)
-    r = r[0] if isinstance(r, list) else r
-    if r.get("disposition") != "passed":
-        sys.exit(f"kforge eval {problem} (before): {r.get('disposition')}: {r.get('error')}")
-    return r["median_s"], r["sol_fraction"]
+    return timed(f"kforge eval {problem} (before)",
+                 [kforge, "eval", "--problem", problem, "--backend", "cpu", "--size", size, "--spec",
+                  spec, "--source", os.path.join(os.path.dirname(spec), doc["source"]), "--entry",
+                  doc["entry"], "--quick", "--trials", "1", "--bench", "--json"])
 
 
 def median(v):
