@@ -5,11 +5,15 @@ For each problem, `--rounds` rounds: `kforge bench PROBLEM --json` (its median k
 its speed-of-light fraction against the machine's measured bandwidth, `kforge ceilings`), then
 numpy's equivalent on inputs of the same size (median of `--reps` calls). Each round's ratio is
 numpy's time over kforge's; the table shows the median over rounds and the spread (min..max).
-Sizes default to 4096 x 16384 fp32 (256 MiB per tensor), far beyond the 32 MiB L3, so both sides
-stream from memory. CPU timings: kforge runs on all cores, numpy's ufuncs on one. numpy is
-installed with pip into build/bench-venv when it is missing (never a dependency of kforge).
+With `--before DIR`, each round also times the kernels of an older checkout's kernels/ folder
+(`kforge eval --source`, same binary, same inputs): a before/after comparison in the same run.
+Sizes default to 4096 x 8192 fp32 (128 MiB per tensor), four times the 32 MiB L3, so both sides
+stream from memory. CPU timings: kforge runs on all cores, numpy's ufuncs on one. numpy (and
+scipy, for GELU's erf) are installed with pip into build/bench-venv when missing (never a
+dependency of kforge).
 
-usage: bench/memory_bound_vs_numpy.py [--build build] [--size M=4096,N=16384] [--rounds 3]
+usage: bench/memory_bound_vs_numpy.py [--build build] [--size M=4096,N=8192] [--rounds 3]
+                                      [--problems a,b,...] [--before DIR]
 """
 import argparse
 import json
@@ -31,7 +35,7 @@ def ensure_numpy(build):
         sys.exit("numpy is missing from " + venv)
     if not os.path.exists(py):
         subprocess.check_call([sys.executable, "-m", "venv", venv])
-    subprocess.check_call([py, "-m", "pip", "install", "-q", "numpy"])
+    subprocess.check_call([py, "-m", "pip", "install", "-q", "numpy", "scipy"])
     os.execv(py, [py] + sys.argv)
 
 
@@ -81,6 +85,20 @@ def numpy_peers(np, M, N):
         y *= x
         y *= np.float32(0.5)
 
+    def leaky_relu(s):  # slope -0.75, as in kforge's timed trial
+        x, y = s
+        np.multiply(x, np.float32(-0.75), out=y)
+        np.copyto(y, x, where=x > 0)
+
+    def gelu_erf(s):  # 0.5 x (1 + erf(x / sqrt 2)), scipy's erf, in place in y
+        from scipy.special import erf
+        x, y = s
+        np.multiply(x, np.float32(0.70710678), out=y)
+        erf(y, out=y)
+        y += np.float32(1)
+        y *= x
+        y *= np.float32(0.5)
+
     def silu(s):  # x / (1 + exp(-x)), in place in y
         x, y = s
         np.negative(x, out=y)
@@ -92,27 +110,53 @@ def numpy_peers(np, M, N):
     pair = lambda: (rows(), np.empty((M, N), np.float32))
     return {
         "activation.relu": (pair, relu),
+        "activation.leaky_relu": (pair, leaky_relu),
+        "activation.gelu_erf": (pair, gelu_erf),
         "activation.gelu_tanh": (pair, gelu_tanh),
         "activation.silu": (pair, silu),
         "reduce.sum_axis1": (lambda: (rows(),), lambda s: s[0].sum(axis=1)),
         "reduce.sum_axis0": (lambda: (rows(),), lambda s: s[0].sum(axis=0)),
         "reduce.max_axis1": (lambda: (rows(),), lambda s: s[0].max(axis=1)),
+        "reduce.max_axis0": (lambda: (rows(),), lambda s: s[0].max(axis=0)),
         "reduce.argmax_axis1": (lambda: (rows(),), lambda s: s[0].argmax(axis=1)),
+        "reduce.argmax_axis0": (lambda: (rows(),), lambda s: s[0].argmax(axis=0)),
         "softmax": (lambda: (rows(), np.empty((M, N), np.float32)), softmax),
         "rmsnorm": (lambda: (rows(), vec(), np.empty((M, N), np.float32)), rmsnorm),
         "layernorm": (lambda: (rows(), vec(), vec(), np.empty((M, N), np.float32)), layernorm),
     }
 
 
-def kforge_bench(kforge, problem, size):
-    out = subprocess.run([kforge, "bench", problem, "--backend", "cpu", "--size", size, "--quick",
-                          "--trials", "1", "--no-baseline", "--repetitions", "15", "--json"],
-                         check=True, capture_output=True, text=True).stdout
-    doc = json.loads(out)
-    r = doc[0] if isinstance(doc, list) else doc
+def timed(label, argv):
+    """(median seconds, SOL fraction) of a passed `kforge bench`/`kforge eval --bench` --json run."""
+    r = json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)
+    r = r[0] if isinstance(r, list) else r
     if r.get("disposition") != "passed":
-        sys.exit(f"kforge bench {problem}: {r.get('disposition')}: {r.get('error')}")
+        sys.exit(f"{label}: {r.get('disposition')}: {r.get('error')}")
     return r["median_s"], r["sol_fraction"]
+
+
+def kforge_bench(kforge, problem, size):
+    return timed(f"kforge bench {problem}",
+                 [kforge, "bench", problem, "--backend", "cpu", "--size", size, "--quick", "--trials",
+                  "1", "--no-baseline", "--repetitions", "15", "--json"])
+
+
+def spec_path(kernels, problem):
+    """The cpu spec of a problem in a kernels/ folder: softmax, rmsnorm, activation.relu, ..."""
+    family, _, fn = problem.partition(".")
+    folder = {"rmsnorm": "norm", "layernorm": "norm"}.get(family, family)
+    return os.path.join(kernels, folder, (fn or problem) + "_cpu.json")
+
+
+def before_bench(kforge, kernels, problem, size):
+    """The kernel of an older kernels/ folder, through `kforge eval --bench` (same binary)."""
+    spec = spec_path(kernels, problem)
+    with open(spec) as f:
+        doc = json.load(f)
+    return timed(f"kforge eval {problem} (before)",
+                 [kforge, "eval", "--problem", problem, "--backend", "cpu", "--size", size, "--spec",
+                  spec, "--source", os.path.join(os.path.dirname(spec), doc["source"]), "--entry",
+                  doc["entry"], "--quick", "--trials", "1", "--bench", "--json"])
 
 
 def median(v):
@@ -124,11 +168,15 @@ def median(v):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build")
-    ap.add_argument("--size", default="M=4096,N=16384")
+    ap.add_argument("--size", default="M=4096,N=8192")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--problems", default="softmax,rmsnorm,layernorm,activation.relu,"
-                    "activation.gelu_tanh,reduce.sum_axis1,reduce.sum_axis0")
+                    "activation.leaky_relu,activation.gelu_erf,activation.gelu_tanh,activation.silu,"
+                    "reduce.sum_axis1,reduce.sum_axis0,reduce.max_axis1,reduce.max_axis0,"
+                    "reduce.argmax_axis1,reduce.argmax_axis0")
+    ap.add_argument("--before", help="an older checkout whose kernels/ to time too (e.g. a git "
+                    "archive of the base commit)")
     a = ap.parse_args()
     ensure_numpy(a.build)
     import numpy as np
@@ -140,13 +188,20 @@ def main():
     print(f"kforge (cpu backend, all cores) vs numpy {np.__version__} (one core), fp32, M={M} N={N}, "
           f"{a.rounds} interleaved rounds")
     print("load before:", open("/proc/loadavg").read().split()[:3])
-    rows = []
-    for problem in a.problems.split(","):
+    header = (f"{'problem':22} {'kforge ms':>10} {'numpy ms':>10} {'numpy/kforge':>13} {'spread':>13} "
+              f"{'kforge SOL':>10}" + (f" {'before ms':>10} {'before/now':>11} {'spread':>13} "
+                                       f"{'before SOL':>10}" if a.before else ""))
+    print(header, flush=True)
+    for problem in a.problems.split(","):  # each row printed when its rounds are done
         state = peers[problem][0]()
         run = peers[problem][1]
         run(state)  # warm-up: first-touch page faults are not numpy's speed
-        ks, ns, sols = [], [], []
+        ks, ns, sols, bs, bsols = [], [], [], [], []
         for _ in range(a.rounds):
+            if a.before:
+                b, bsol = before_bench(kforge, os.path.join(a.before, "kernels"), problem, a.size)
+                bs.append(b)
+                bsols.append(bsol)
             k, sol = kforge_bench(kforge, problem, a.size)
             t = []
             for _ in range(a.reps):
@@ -158,13 +213,13 @@ def main():
             sols.append(sol)
         del state
         ratios = [n / k for k, n in zip(ks, ns)]
-        rows.append((problem, median(ks), median(ns), median(ratios), min(ratios), max(ratios),
-                     median(sols)))
-    print(f"{'problem':22} {'kforge ms':>10} {'numpy ms':>10} {'numpy/kforge':>13} {'spread':>13} "
-          f"{'kforge SOL':>10}")
-    for p, k, n, r, lo, hi, sol in rows:
-        print(f"{p:22} {k * 1e3:10.2f} {n * 1e3:10.2f} {r:12.2f}x {lo:6.2f}..{hi:<6.2f} {sol * 100:9.1f}%",
-              flush=True)
+        line = (f"{problem:22} {median(ks) * 1e3:10.2f} {median(ns) * 1e3:10.2f} {median(ratios):12.2f}x "
+                f"{min(ratios):6.2f}..{max(ratios):<6.2f} {median(sols) * 100:9.1f}%")
+        if a.before:
+            gains = [b / k for k, b in zip(ks, bs)]
+            line += (f" {median(bs) * 1e3:10.2f} {median(gains):10.2f}x {min(gains):6.2f}..{max(gains):<6.2f} "
+                     f"{median(bsols) * 100:9.1f}%")
+        print(line, flush=True)
     print("load after:", open("/proc/loadavg").read().split()[:3])
 
 

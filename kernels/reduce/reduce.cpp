@@ -7,9 +7,11 @@
 // axis 1: a block owns ROWS rows. Few long rows (M < 2 x threads): up to SPLIT blocks share a
 // row (grid x), each one chunk; they exchange partials through a slot in shared memory and wait
 // for each other (a row barrier), and block 0 writes the combination.
-// axis 0: a block owns COLS columns and walks the rows, adding each row's COLS contiguous
-// values (streamed) into COLS/VW vector accumulators (registers, or L1 for wide tiles). Few column tiles (N/COLS < 2 x threads): up to SPLIT blocks share a tile, each a
-// range of rows, and combine the same way.
+// axis 0: a block owns COLS columns and walks down the rows four at a time, folding each row's
+// COLS contiguous values into COLS/VW vector accumulators (in L1), with the next four rows
+// prefetched: long contiguous runs for DRAM, one accumulator update per four rows. Few column
+// tiles (N/COLS < 2 x threads): up to SPLIT blocks share a tile, each a range of rows, and
+// combine the same way.
 // The pool hands out blocks in index order and the blocks of a group are adjacent (the split is
 // the grid's x), so with at most one block per thread in a group every block it waits for has a
 // thread: no deadlock.
@@ -20,20 +22,6 @@
 //   ROWS   rows per block (axis 1)
 //   COLS   columns per block (axis 0; a multiple of 16)
 //   SPLIT  most blocks that share one row or column tile
-#include <sched.h>
-
-#include <atomic>
-#include <cstring>
-
-#if VW == 0
-#undef VW
-#if defined(__AVX512F__)
-#define VW 16
-#else
-#define VW 8
-#endif
-#endif
-
 // Each axis's spec defines only its own parameters.
 #ifndef ACC
 #define ACC 1
@@ -45,42 +33,10 @@
 #define COLS 16
 #endif
 
-typedef float vf __attribute__((vector_size(VW * 4)));
-typedef int vi __attribute__((vector_size(VW * 4)));
-
-// --- storage type T and VW-wide conversions to fp32 ---------------------------------------
-#if defined(KF_DTYPE_FP16)
-typedef unsigned short T;
-typedef _Float16 vh __attribute__((vector_size(VW * 2), aligned(2)));
-static inline vf load_v(const T* p) { return __builtin_convertvector(*(const vh*)p, vf); }
-static inline float to_f32(T h) { return (float)__builtin_bit_cast(_Float16, h); }
-static inline T from_f32(float f) { return __builtin_bit_cast(unsigned short, (_Float16)f); }
-#elif defined(KF_DTYPE_BF16)
-typedef unsigned short T;
-typedef unsigned short vu16 __attribute__((vector_size(VW * 2), aligned(2)));
-typedef unsigned vu32 __attribute__((vector_size(VW * 4)));
-static inline vf load_v(const T* p) {
-  return (vf)(__builtin_convertvector(*(const vu16*)p, vu32) << 16);
-}
-static inline float to_f32(T b) { return __builtin_bit_cast(float, (unsigned)b << 16); }
-static inline T from_f32(float f) {  // round to nearest even; NaN stays NaN
-  unsigned x = __builtin_bit_cast(unsigned, f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (T)((x >> 16) | 0x40u);
-  return (T)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-#else
-typedef float T;
-typedef float vf_unaligned __attribute__((vector_size(VW * 4), aligned(4)));
-static inline vf load_v(const T* p) { return *(const vf_unaligned*)p; }
-static inline float to_f32(T f) { return f; }
-static inline T from_f32(float f) { return f; }
-#endif
-
-static inline vf load_part(const T* p, int n, float fill) {
-  vf v;
-  for (int e = 0; e < VW; ++e) v[e] = e < n ? to_f32(p[e]) : fill;
-  return v;
-}
+// The vector helpers (kf_vf, kf_load, kf_exchange, ...) are the cpu prelude's.
+typedef kf_vf vf;
+typedef kf_vi vi;
+typedef kf_storage T;
 
 // --- the operations: a state per lane, its update, and the combination of two states ----------
 enum Op { kSum, kMax, kArgmax };
@@ -102,53 +58,8 @@ static inline State identity() {
 }
 static inline vi lane_index() {
   vi v;
-  for (int e = 0; e < VW; ++e) v[e] = e;
+  for (int e = 0; e < KF_VW; ++e) v[e] = e;
   return v;
-}
-
-// --- the barrier for blocks that share a group -------------------------------------------------
-constexpr int kMaxShare = 16;
-template <int W>  // floats per participant
-struct Slot {
-  std::atomic<long long> owner{-1};  // the group using the slot, -1 when free
-  std::atomic<int> arrived{0}, left{0};
-  float part[kMaxShare][W];
-};
-
-static inline void spin_pause(int& spins) {
-  if (++spins > 256) sched_yield();  // the machine may have fewer cores than threads
-  else __builtin_ia32_pause();
-}
-
-// Block `p` of the `P` blocks sharing `group` publishes W floats; returns when all P have, with
-// every partial in `all`.
-template <int W>
-static void exchange(long long group, int p, int P, const float* mine, float (*all)[W]) {
-  static Slot<W> slots[16];
-  Slot<W>& s = slots[group % 16];
-  int spins = 0;
-  for (long long o = s.owner.load(std::memory_order_acquire); o != group;
-       o = s.owner.load(std::memory_order_acquire)) {
-    long long free_slot = -1;
-    if (o == -1 && s.owner.compare_exchange_strong(free_slot, group, std::memory_order_acq_rel)) break;
-    spin_pause(spins);
-  }
-  std::memcpy(s.part[p], mine, sizeof(float) * W);
-  s.arrived.fetch_add(1, std::memory_order_acq_rel);
-  while (s.arrived.load(std::memory_order_acquire) < P) spin_pause(spins);
-  std::memcpy(all, s.part, sizeof(float) * W * P);
-  if (s.left.fetch_add(1, std::memory_order_acq_rel) + 1 == P) {  // the last one frees the slot
-    s.arrived.store(0, std::memory_order_relaxed);
-    s.left.store(0, std::memory_order_relaxed);
-    s.owner.store(-1, std::memory_order_release);
-  }
-}
-
-// How many blocks share a group: several only when the groups alone leave threads idle.
-static int sharers(const kf_ctx& ctx, long long groups) {
-  if (groups >= 2 * ctx.workers) return 1;
-  int P = (int)ctx.grid_dim.x < ctx.workers ? (int)ctx.grid_dim.x : ctx.workers;
-  return P > kMaxShare ? kMaxShare : P;
 }
 
 // --- axis 1: each row -----------------------------------------------------------------------
@@ -169,75 +80,106 @@ static State row_chunk(const T* x, long long n, long long j0) {
     }
   };
   long long j = 0;
-  for (; j + VW * ACC <= n; j += VW * ACC)
+  for (; j + KF_VW * ACC <= n; j += KF_VW * ACC)
 #pragma GCC unroll 16
-    for (int a = 0; a < ACC; ++a) step(a, load_v(x + j + a * VW), j + a * VW);
-  for (; j + VW <= n; j += VW) step(0, load_v(x + j), j);
-  if (j < n) step(0, load_part(x + j, (int)(n - j), fill), j);
+    for (int a = 0; a < ACC; ++a) step(a, kf_load(x + j + a * KF_VW), j + a * KF_VW);
+  for (; j + KF_VW <= n; j += KF_VW) step(0, kf_load(x + j), j);
+  if (j < n) step(0, kf_load_part(x + j, (int)(n - j), fill), j);
   State s = identity<O>();
   for (int a = 0; a < ACC; ++a)
-    for (int e = 0; e < VW; ++e) s = combine<O>(s, {v[a][e], (float)(j0 + at[a][e])});
+    for (int e = 0; e < KF_VW; ++e) s = combine<O>(s, {v[a][e], (float)(j0 + at[a][e])});
   return s;
 }
 
 template <int O>
 static void axis1_block(const kf_ctx& ctx, const T* X, T* Y, int M, int N) {
-  const int P = sharers(ctx, M), p = (int)ctx.block_idx.x;
+  const int P = kf_sharers(ctx, M), p = (int)ctx.block_idx.x;
   if (p >= P) return;
-  const long long per = ((N + P - 1) / P + VW - 1) / VW * VW;
+  const long long per = ((N + P - 1) / P + KF_VW - 1) / KF_VW * KF_VW;
   const long long j0 = p * per < N ? p * per : N, j1 = j0 + per < N ? j0 + per : N;
   const long long r0 = ctx.block_idx.y * (long long)ROWS;
   for (long long i = r0; i < r0 + ROWS && i < M; ++i) {
     State s = j1 > j0 ? row_chunk<O>(X + i * N + j0, j1 - j0, j0) : identity<O>();
     if (P > 1) {
-      float all[kMaxShare][2];
+      float all[KF_SHARE][2];
       const float mine[2] = {s.v, s.at};
-      exchange<2>(i, p, P, mine, all);
+      kf_exchange<2>(i, p, P, mine, all);
       if (p != 0) continue;
       s = identity<O>();
       for (int q = 0; q < P; ++q) s = combine<O>(s, {all[q][0], all[q][1]});
     }
-    Y[i] = from_f32(O == kArgmax ? s.at : s.v);
+    Y[i] = kf_from_f32(O == kArgmax ? s.at : s.v);
   }
 }
 
 // --- axis 0: each column --------------------------------------------------------------------
-#define CV (COLS / VW)  // vectors per column tile
+#define CV (COLS / KF_VW + 1)  // accumulator vectors per column tile (+1: a partial one)
+
+// Folds rows [i, i + R) of the tile's vector c (each at x + r * N) into (v, at): sum and max
+// combine the R rows as a tree first (one accumulator update per R rows), argmax takes them in
+// order with a strict compare, so each lane keeps the first maximum down its column.
+template <int O, int R, class Load>
+static inline void fold_rows(vf& v, vi& at, long long i, long long N, Load load) {
+  if constexpr (O == kSum) {
+    vf s = load(0);
+    for (int r = 1; r < R; ++r) s += load(r * N);
+    v += s;
+  } else if constexpr (O == kMax) {
+    vf m = load(0);
+    for (int r = 1; r < R; ++r) m = kf_max(m, load(r * N));
+    v = kf_max(v, m);
+  } else {
+    for (int r = 0; r < R; ++r) {
+      const vf x_v = load(r * N);
+      const vi better = x_v > v;
+      v = better ? x_v : v;
+      at = better ? kf_vi{} + (int)(i + r) : at;
+    }
+  }
+}
+
+// Rows [i0, i1) of the column tile [c0, c0 + w) into (v, at), R rows at a time: each row's w
+// values are contiguous, the tile's accumulators stay in L1, and the next rows are prefetched.
+template <int O, int R>
+static void fold_tile(const T* X, long long N, long long c0, long long w, long long i0, long long i1,
+                      vf* v, vi* at) {
+  const long long full = w / KF_VW, tail = w % KF_VW;
+  const float fill = O == kSum ? 0.0f : -__builtin_inff();
+  long long i = i0;
+  for (; i + R <= i1; i += R) {
+    const T* x = X + i * N + c0;
+    for (long long c = 0; c < full; ++c) {
+      const T* xc = x + c * KF_VW;
+      if (i + 2 * R <= i1)
+        for (int r = 0; r < R; ++r) __builtin_prefetch(xc + (R + r) * N);
+      fold_rows<O, R>(v[c], at[c], i, N, [&](long long o) { return kf_load(xc + o); });
+    }
+    if (tail) {
+      const T* xc = x + full * KF_VW;
+      fold_rows<O, R>(v[full], at[full], i, N, [&](long long o) { return kf_load_part(xc + o, (int)tail, fill); });
+    }
+  }
+  for (; i < i1; ++i) fold_tile<O, 1>(X, N, c0, w, i, i + 1, v, at);
+}
 
 template <int O>
 static void axis0_block(const kf_ctx& ctx, const T* X, T* Y, int M, int N) {
   const long long tiles = ctx.grid_dim.y;
-  const int P = sharers(ctx, tiles), p = (int)ctx.block_idx.x;
+  const int P = kf_sharers(ctx, tiles), p = (int)ctx.block_idx.x;
   if (p >= P) return;
   const long long c0 = ctx.block_idx.y * (long long)COLS, w = c0 + COLS < N ? COLS : N - c0;
   const long long per = (M + P - 1) / P;
   const long long i0 = p * per < M ? p * per : M, i1 = i0 + per < M ? i0 + per : M;
-  const float fill = O == kSum ? 0.0f : -__builtin_inff();
   vf v[CV];
   vi at[CV];
-  for (int c = 0; c < CV; ++c) v[c] = (vf){} + fill, at[c] = (vi){};
-  for (long long i = i0; i < i1; ++i) {
-    const T* x = X + i * N + c0;
-#pragma GCC unroll 16
-    for (int c = 0; c < CV; ++c) {
-      const vf x_v = (c + 1) * VW <= w ? load_v(x + c * VW)
-                     : c * VW < w      ? load_part(x + c * VW, (int)(w - c * VW), fill)
-                                       : (vf){} + fill;
-      if constexpr (O == kSum) v[c] += x_v;
-      if constexpr (O == kMax) v[c] = x_v > v[c] ? x_v : v[c];
-      if constexpr (O == kArgmax) {
-        const vi better = x_v > v[c];  // strict: the first maximum down the column
-        v[c] = better ? x_v : v[c];
-        at[c] = better ? (vi){} + (int)i : at[c];
-      }
-    }
-  }
-  float mine[2 * COLS];  // (value, index) per column of the tile
-  for (int c = 0; c < CV; ++c)
-    for (int e = 0; e < VW; ++e) mine[2 * (c * VW + e)] = v[c][e], mine[2 * (c * VW + e) + 1] = (float)at[c][e];
+  for (int c = 0; c < CV; ++c) v[c] = kf_splat(O == kSum ? 0.0f : -__builtin_inff()), at[c] = kf_vi{};
+  fold_tile<O, 4>(X, N, c0, w, i0, i1, v, at);
+  static thread_local float mine[2 * COLS];  // (value, index) per column of the tile
+  for (long long c = 0; c < w; ++c)
+    mine[2 * c] = v[c / KF_VW][c % KF_VW], mine[2 * c + 1] = (float)at[c / KF_VW][c % KF_VW];
   if (P > 1) {
-    static thread_local float all[kMaxShare][2 * COLS];
-    exchange<2 * COLS>(ctx.block_idx.y, p, P, mine, all);
+    static thread_local float all[16][2 * COLS];  // P <= SPLIT <= 16
+    kf_exchange<2 * COLS>(ctx.block_idx.y, p, P, mine, all);
     if (p != 0) return;
     for (long long c = 0; c < w; ++c) {
       State s = identity<O>();
@@ -246,7 +188,7 @@ static void axis0_block(const kf_ctx& ctx, const T* X, T* Y, int M, int N) {
       mine[2 * c] = s.v, mine[2 * c + 1] = s.at;
     }
   }
-  for (long long c = 0; c < w; ++c) Y[c0 + c] = from_f32(O == kArgmax ? mine[2 * c + 1] : mine[2 * c]);
+  for (long long c = 0; c < w; ++c) Y[c0 + c] = kf_from_f32(O == kArgmax ? mine[2 * c + 1] : mine[2 * c]);
 }
 
 #define KF_REDUCE(op, O)                                                                    \
