@@ -35,13 +35,15 @@ struct Tensor {
 
 // γ, λ and the clip thresholds: a kernel receives them as float, so the reference uses the
 // same float values. Outside their range they make no estimator: refused with exit 2.
-double checked_scalar(const Instance& in, const std::string& name) {
-  const double v = in.scalars.at(name);
+double checked_scalar(const std::string& name, double v) {
   const bool clip = name == "rho_bar" || name == "c_bar";
   if (!(v >= 0) || (!clip && v > 1) || !std::isfinite(v))
     throw UsageError("scalar " + name + "=" + std::to_string(v) + " must be in " +
                      (clip ? "[0, inf)" : "[0, 1]"));
   return v;
+}
+double checked_scalar(const Instance& in, const std::string& name) {
+  return checked_scalar(name, in.scalars.at(name));
 }
 
 // The shared shape of every problem of the family: sizes batch and time, fp32, tensors
@@ -64,6 +66,9 @@ class ScanProblem : public Problem {
     return t;
   }
   std::vector<std::string> scalar_names() const override { return scalars_; }
+  void check_scalars(const Scalars& s) const override {
+    for (const auto& [name, v] : s) (void)checked_scalar(name, v);
+  }
   std::int64_t tensor_elements(std::size_t t, const Sizes& s) const override {
     return tensors_[t].kind == Kind::boot ? s.at("batch") : s.at("batch") * s.at("time");
   }
