@@ -139,9 +139,14 @@ struct Ceilings {
   [[nodiscard]] double flops_for(DType t) const;
   [[nodiscard]] nlohmann::json to_json() const;
   static Ceilings from_json(const nlohmann::json& j);
+  // Keeps, figure by figure, the higher of this and `other` (same fingerprint). A
+  // micro-benchmark only ever under-measures (a neighbour on the host, a slow moment), so
+  // measurements merged this way converge up to the machine's limits.
+  void keep_best(const Ceilings& other);
 };
 
-// Cached per fingerprint under the cache folder; `remeasure` ignores the cache.
+// Cached per fingerprint under the cache folder. `remeasure` measures again and keeps, per
+// figure, the best of the new and the cached measurement.
 // `progress(what)` is told each figure as it starts, when measuring.
 [[nodiscard]] Ceilings ceilings(Backend& b, bool remeasure = false,
                                 const std::function<void(const std::string&)>& progress = {});

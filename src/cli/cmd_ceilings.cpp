@@ -46,7 +46,7 @@ void add_ceilings(CLI::App& app, int& code) {
   struct Opts { std::string backends = "all"; bool remeasure = false, json = false; int threads = 0; };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--backend,-b", o->backends, "backends, comma-separated, or all")->capture_default_str();
-  cmd->add_flag("--remeasure", o->remeasure, "ignore the cached figures and measure again");
+  cmd->add_flag("--remeasure", o->remeasure, "measure again; keep the best of each figure, new or cached");
   cmd->add_option("--threads", o->threads, "cpu backend threads (0: all cores)");
   cmd->add_flag("--json", o->json, "print one JSON document");
   cmd->callback([o, &code] {

@@ -1,6 +1,8 @@
 // The ceilings record: JSON in and out, the machine fingerprint it belongs to, and the cache
 // (one file per fingerprint under the cache folder) that spares re-measuring.
+#include <algorithm>
 #include <filesystem>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -98,8 +100,32 @@ Ceilings ceilings(Backend& b, bool remeasure,
     }
   }
   Ceilings c = measure_ceilings(b, progress);
+  if (std::filesystem::exists(path)) {
+    try {
+      const auto j = nlohmann::json::parse(read_file(path));
+      if (j.value("version", 0) == kCacheVersion) c.keep_best(Ceilings::from_json(j));
+    } catch (const std::exception&) {
+      // a damaged cache file: the new measurement alone
+    }
+  }
   write_file_atomic(path, c.to_json().dump(2));
   return c;
+}
+
+void Ceilings::keep_best(const Ceilings& o) {
+  auto best = [](double& a, double b) { a = std::max(a, b); };
+  auto bandwidth = [&](Bandwidth& a, const Bandwidth& b) {
+    best(a.read, b.read), best(a.write, b.write), best(a.copy, b.copy), best(a.triad, b.triad);
+  };
+  auto compute = [&](Compute& a, const Compute& b) {
+    best(a.fp64, b.fp64), best(a.fp32, b.fp32), best(a.fp16, b.fp16), best(a.bf16, b.bf16),
+        best(a.int8, b.int8);
+  };
+  for (auto [mine, theirs] : {std::pair{&all, &o.all}, std::pair{&one, &o.one}}) {
+    bandwidth(mine->dram, theirs->dram);
+    bandwidth(mine->llc, theirs->llc);
+    compute(mine->compute, theirs->compute);
+  }
 }
 
 }  // namespace kforge

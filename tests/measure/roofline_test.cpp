@@ -97,5 +97,17 @@ TEST(Ceilings, JsonRoundTrip) {
   EXPECT_DOUBLE_EQ(c.to_json()["bandwidth_GBs"].get<double>(), 100.0);
 }
 
+TEST(Ceilings, KeepBestTakesTheHigherOfEachFigure) {
+  Ceilings busy = known(), quiet = known();
+  busy.all.dram.triad = 120e9;    // higher in the busy run for this one figure
+  quiet.all.compute.fp32 = 2e12;  // and in the quiet one for another
+  quiet.one.llc.copy = 50e9;
+  busy.keep_best(quiet);
+  EXPECT_DOUBLE_EQ(busy.all.dram.triad, 120e9);
+  EXPECT_DOUBLE_EQ(busy.all.compute.fp32, 2e12);
+  EXPECT_DOUBLE_EQ(busy.one.llc.copy, 50e9);
+  EXPECT_DOUBLE_EQ(busy.all.dram.read, 100e9);  // equal figures stay
+}
+
 }  // namespace
 }  // namespace kforge
