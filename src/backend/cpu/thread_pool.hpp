@@ -11,7 +11,8 @@
 // Launch latency: a thread that waits (a worker for the next grid, the caller for the last
 // block) spins for a short while before it sleeps on a condition variable, so back-to-back
 // launches (a timing loop, a tuner) do not pay a futex wake-up and a context switch each: for
-// kernels of a few microseconds that wake-up was most of the time.
+// kernels of a few microseconds that wake-up was most of the time. A grid of one block runs on
+// the calling thread alone.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
