@@ -12,6 +12,11 @@
 // bounds allow an absolute error of a few ulps of |z|, so they take kf_exp_clamped (no subnormal
 // results). SiLU's sigmoid takes exp(-|z|), which never overflows (z / (1 + exp(-z)) is -0
 // below z = -88.7, where the true value is still a normal number), with kf_exp's subnormals.
+// No product of two normal numbers may underflow: on Zen 4 each such multiply takes a slow path,
+// and the inputs' -1000s made every vector take it (the GELUs and SiLU ran at half speed). So
+// GELU-tanh's exp argument stops at 87 (1 / (1 + e^87) is still normal), GELU-erf's at -70
+// (its product with the erfc polynomial stays normal; both far below the bound's absolute
+// error), and kf_exp builds SiLU's subnormals with scalef, which has no slow path.
 //
 // Parameters (all #defines):
 //   VW     SIMD width in floats: 8 (AVX2), 16 (AVX-512), 0 = the widest the compiler targets
@@ -38,7 +43,8 @@ static inline vf normal_cdf(vf z) {
   p = p * s + 1.421413741f;
   p = p * s - 0.284496736f;
   p = p * s + 0.254829592f;
-  const vf half_erfc = 0.5f * p * s * kf_exp_clamped(-(t * t));  // absolute error only matters
+  const vf tt = t * t;  // exp(-70) keeps every product normal (see the header)
+  const vf half_erfc = 0.5f * p * s * kf_exp_clamped(-kf_at_most(tt, 70.0f));
   return z < 0 ? half_erfc : 1.0f - half_erfc;
 }
 
@@ -50,12 +56,13 @@ static inline vf act(vf z, float slope) {
   if constexpr (F == kLeaky) return z > 0 ? z : z * slope;
   if constexpr (F == kGeluErf) return z * normal_cdf(z);
   if constexpr (F == kGeluTanh) {
-    const vf a = 0.7978845608f * (z + 0.044715f * z * z * z);
-    return z * kf_rcp(1.0f + kf_exp_clamped(-2.0f * a));
+    const vf a = -1.5957691216f * (z + 0.044715f * z * z * z);  // -2 * sqrt(2/pi) * (...)
+    return z * kf_rcp(1.0f + kf_exp_clamped(kf_at_most(a, 87.0f)));  // see the header
   }
   if constexpr (F == kSilu) {  // e = exp(-|z|) never overflows: sigmoid = 1/(1+e) or e/(1+e)
-    const vf e = kf_exp(z < 0 ? z : -z);
-    return z * (z < 0 ? e : kf_splat(1.0f)) * kf_rcp(1.0f + e);
+    const vf e = kf_exp((vf)((kf_vi)z | (int)0x80000000));  // -|z|
+    const vf y = z * kf_rcp(1.0f + e);
+    return z < 0 ? y * e : y;
   }
 }
 

@@ -133,6 +133,28 @@ static inline void kf_store_nt(kf_storage* p, kf_vf v) {
 static inline void kf_fence() { __builtin_ia32_sfence(); }
 
 static inline kf_vf kf_max(kf_vf a, kf_vf b) { return a > b ? a : b; }
+
+// x clamped to at least lo, or at most hi; a NaN stays NaN. One vmaxps / vminps (which return
+// their second operand when either is NaN), where GCC compiles the ?: forms to a compare and a
+// blend.
+static inline kf_vf kf_at_least(kf_vf x, float lo) {
+#if KF_VW == 16 && defined(__AVX512F__)
+  return __builtin_ia32_maxps512_mask(kf_splat(lo), x, kf_vf{}, (unsigned short)-1, 4);
+#elif KF_VW == 8 && defined(__AVX__)
+  return __builtin_ia32_maxps256(kf_splat(lo), x);
+#else
+  return x < lo ? kf_splat(lo) : x;
+#endif
+}
+static inline kf_vf kf_at_most(kf_vf x, float hi) {
+#if KF_VW == 16 && defined(__AVX512F__)
+  return __builtin_ia32_minps512_mask(kf_splat(hi), x, kf_vf{}, (unsigned short)-1, 4);
+#elif KF_VW == 8 && defined(__AVX__)
+  return __builtin_ia32_minps256(kf_splat(hi), x);
+#else
+  return x > hi ? kf_splat(hi) : x;
+#endif
+}
 static inline float kf_hsum(kf_vf v) {
   float s = 0;
   for (int e = 0; e < KF_VW; ++e) s += v[e];
@@ -146,40 +168,58 @@ static inline float kf_hmax(kf_vf v) {
 
 // e^x = p * 2^k with p = e^r, r = x - k*ln2, |r| <= ln2/2 (Cody-Waite: ln2's high part has 9
 // bits, so k*ln2_hi is exact); e^r by a degree-6 polynomial (a Chebyshev fit, relative error
-// 1e-8). The shared part of kf_exp and kf_exp_clamped.
-static inline kf_vf kf_exp_reduced(kf_vf x, kf_vi& k) {
+// 1e-8). Returns p; k (an integer, as a float) goes to `k`. The shared part of kf_exp and
+// kf_exp_clamped.
+static inline kf_vf kf_exp_reduced(kf_vf x, kf_vf& k) {
   const kf_vf magic = kf_splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
-  const kf_vf t = x * 1.44269504f + magic;    // whose low bits are then k
-  const kf_vf kf = t - magic;
-  const kf_vf r = (x - kf * 0.693359375f) - kf * -2.12194440e-4f;
+  k = (x * 1.44269504f + magic) - magic;
+  const kf_vf r = (x - k * 0.693359375f) - k * -2.12194440e-4f;
   kf_vf p = kf_splat(1.3926176e-3f);
   p = p * r + 8.3631733e-3f;
   p = p * r + 4.1666556e-2f;
   p = p * r + 1.6666578e-1f;
   p = p * r + 0.5f;
   p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  k = (kf_vi)t - (kf_vi)magic;
-  return p;
+  return p * r + 1.0f;
 }
 
-// e^x within ~1 ulp for x <= 88, subnormal results included; x < -104 gives 0, -inf too. 2^k
-// goes into p's exponent bits, in two steps where e^x is subnormal (k < -125): 2^-125 into the
-// bits, 2^(k + 125) as a factor, so the result rounds once.
+// p * 2^k for an integer k in [-150, 128], rounded once, subnormal results included. AVX-512 has
+// it in one instruction (scalef), which also never takes the slow path a multiply whose normal
+// operands underflow takes on Zen 4: with such an exp, silu on inputs with -1000s ran at half
+// speed. Elsewhere 2^k goes into p's exponent bits, in two steps where the result is subnormal
+// (k < -125): 2^-125 into the bits, 2^(k + 125) as a factor.
+#if defined(__AVX512F__) && KF_VW == 16 || defined(__AVX512VL__) && KF_VW == 8
+#define KF_HAS_SCALEF 1
+#endif
+static inline kf_vf kf_scale2(kf_vf p, kf_vf k) {
+#if defined(KF_HAS_SCALEF) && KF_VW == 16
+  return __builtin_ia32_scalefps512_mask(p, k, kf_vf{}, (unsigned short)-1, 4);
+#elif defined(KF_HAS_SCALEF)
+  return __builtin_ia32_scalefps256_mask(p, k, kf_vf{}, (unsigned char)-1);
+#else
+  const kf_vi ki = __builtin_convertvector(k, kf_vi);
+  const kf_vi k1 = ki < -125 ? -125 : ki;
+  return (kf_vf)((kf_vi)p + (k1 << 23)) * (kf_vf)((ki - k1 + 127) << 23);
+#endif
+}
+
+// e^x within ~1 ulp for x <= 88, subnormal results included; x < -104 gives 0, -inf too.
 static inline kf_vf kf_exp(kf_vf x) {
-  kf_vi k;
-  const kf_vf p = kf_exp_reduced(x < -104.0f ? kf_splat(-104.0f) : x, k);
-  const kf_vi k1 = k < -125 ? -125 : k;
-  return (kf_vf)((kf_vi)p + (k1 << 23)) * (kf_vf)((k - k1 + 127) << 23);
+  kf_vf k;
+  const kf_vf p = kf_exp_reduced(kf_at_least(x, -104.0f), k);
+  return kf_scale2(p, k);
 }
 
-// e^x within ~1 ulp for x in [-86, 88], the nearest end's value outside: cheaper than kf_exp
-// (no subnormal step), for the kernels whose error bounds allow it.
+// e^x within ~1 ulp for x in [-86, 88], the nearest end's value outside: never subnormal, for
+// the kernels whose error bounds allow it (cheaper than kf_exp without AVX-512).
 static inline kf_vf kf_exp_clamped(kf_vf x) {
-  x = x < -86.0f ? kf_splat(-86.0f) : x;
-  kf_vi k;
-  const kf_vf p = kf_exp_reduced(x > 88.0f ? kf_splat(88.0f) : x, k);
-  return (kf_vf)((kf_vi)p + (k << 23));
+  kf_vf k;
+  const kf_vf p = kf_exp_reduced(kf_at_most(kf_at_least(x, -86.0f), 88.0f), k);
+#if defined(KF_HAS_SCALEF)
+  return kf_scale2(p, k);
+#else
+  return (kf_vf)((kf_vi)p + (__builtin_convertvector(k, kf_vi) << 23));
+#endif
 }
 
 // 1/x for normal x within ~1 ulp: where AVX-512 has it, the hardware's 14-bit estimate and one
