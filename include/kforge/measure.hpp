@@ -112,6 +112,11 @@ struct SampleComparison {
 struct Bandwidth {
   double read = 0, write = 0, copy = 0, triad = 0;
   [[nodiscard]] double best() const;
+  // The fewest seconds `bytes` can take, `written` of them stores (the rest loads; < 0:
+  // unknown): the best figure for all of them, and no faster than each direction alone
+  // streams (on the 2-core EPYC loads alone reach 28 GB/s, a copy 44: a reduction's roof is
+  // the read figure, not the copy's).
+  [[nodiscard]] double seconds_for(double bytes, double written) const;
 };
 // Operations per second of independent dot-product / FMA chains at the widest SIMD
 // (FMA and dot products count 2 per multiply-add; 0 where the device lacks the type).
@@ -175,11 +180,13 @@ struct Roofline {
   std::string bound;                // "compute" or "memory"
   double arithmetic_intensity = 0;  // FLOPs per byte
   double t_sol_s = 0;
-  std::string memory_roof;          // "dram" or "llc"
+  std::string memory_roof;          // "dram" or "llc", "-read" / "-write" where one direction limits
   std::optional<double> score;      // SOL-ExecBench's S, where there is a baseline
 };
+// `written`: how many of `bytes` the kernel stores (< 0: unknown, only the total counts).
 [[nodiscard]] Roofline roofline(const Ceilings& c, DType t, double flops, double bytes,
-                                double seconds, double baseline_seconds = 0, bool hot = false);
+                                double seconds, double baseline_seconds = 0, bool hot = false,
+                                double written = -1);
 // SOL-ExecBench: S = 1 / (1 + (T - T_sol) / (T_base - T_sol)); 0.5 at the baseline, 1 at the
 // speed of light. Empty when T_base <= T_sol (a baseline at or beyond the roof: no scale).
 [[nodiscard]] std::optional<double> sol_score(double t, double t_sol, double t_base);

@@ -83,6 +83,8 @@ class Problem {
   [[nodiscard]] virtual double flops(const Sizes& s) const = 0;
   // The fewest bytes that must move: each input read once, each output written once.
   [[nodiscard]] virtual double bytes(const Sizes& s, DType t) const = 0;
+  // How many of those bytes are stores: every out and inout tensor of `inst` written once.
+  [[nodiscard]] double bytes_written(const Instance& inst) const;
 
   // The peer a user would otherwise call (OpenBLAS for gemm), prepared on `inst` to use
   // `threads` threads (0: all cores), as the kernel does; each call of the returned function

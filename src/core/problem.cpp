@@ -46,6 +46,14 @@ void Problem::check_scalars(const Scalars& s) const {
     if (!std::isfinite(v)) throw UsageError("scalar " + k + "=" + std::to_string(v) + " must be finite");
 }
 
+double Problem::bytes_written(const Instance& inst) const {
+  const std::vector<TensorSpec> specs = tensors();
+  double elements = 0;
+  for (std::size_t t = 0; t < specs.size() && t < inst.tensors.size(); ++t)
+    if (specs[t].role != Role::in) elements += static_cast<double>(inst.tensors[t].size());
+  return elements * static_cast<double>(dtype_size(inst.dtype));
+}
+
 void Problem::check_sizes(const Sizes& s) const {
   for (const auto& [k, v] : s)
     if (v < 1) throw UsageError("size " + k + "=" + std::to_string(v) + " must be at least 1");

@@ -157,11 +157,12 @@ void time_and_check(const EvalRequest& req, Backend& backend, const Problem& pro
   }
 
   const double flops = problem.flops(req.sizes), bytes = problem.bytes(req.sizes, req.dtype);
+  const double written = std::min(bytes, problem.bytes_written(inst));
   r.gflops = flops / r.timing->median_s * 1e-9;
   r.gbytes_s = bytes / r.timing->median_s * 1e-9;
   const double base_s = r.baseline ? r.baseline->median_s : 0.0;  // for the SOL score
   r.roofline = roofline(ceilings(backend), req.dtype, flops, bytes, r.timing->median_s, base_s,
-                        !req.measure.cold);
+                        !req.measure.cold, written);
   // Beyond the ceilings by more than the noise: first suspect the ceilings (measured under
   // another load, perhaps), then the kernel. The noise is robust (1.4826·MAD estimates sigma):
   // a cheat that computes once and replays afterwards has one slow sample, whose stdev would
@@ -169,7 +170,7 @@ void time_and_check(const EvalRequest& req, Backend& backend, const Problem& pro
   const double noise = std::max(0.05, 3 * 1.4826 * r.timing->mad_s / r.timing->median_s);
   if (r.roofline->sol_fraction > 1 + noise)
     r.roofline = roofline(ceilings(backend, true), req.dtype, flops, bytes, r.timing->median_s,
-                          base_s, !req.measure.cold);
+                          base_s, !req.measure.cold, written);
   const bool suspect = r.roofline->sol_fraction > 1 + noise;
   r.verify->checks.push_back({"speed_of_light", !suspect,
                               fmt::format("{:.1f}% of the measured speed of light ({}-bound)",

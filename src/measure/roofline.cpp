@@ -9,6 +9,17 @@ namespace kforge {
 
 double Bandwidth::best() const { return std::max({read, write, copy, triad}); }
 
+double Bandwidth::seconds_for(double bytes, double written) const {
+  const double all = best();
+  if (!(all > 0)) return 0;
+  double t = bytes / all;
+  if (written >= 0 && written <= bytes) {
+    if (read > 0) t = std::max(t, (bytes - written) / read);
+    if (write > 0) t = std::max(t, written / write);
+  }
+  return t;
+}
+
 double Ceilings::flops_for(DType t) const {
   const Compute& c = all.compute;
   switch (t) {
@@ -21,15 +32,17 @@ double Ceilings::flops_for(DType t) const {
 }
 
 Roofline roofline(const Ceilings& c, DType t, double flops, double bytes, double seconds,
-                  double baseline_seconds, bool hot) {
+                  double baseline_seconds, bool hot, double written) {
   Roofline r;
   const double peak = c.flops_for(t);
   const bool in_cache = hot && c.llc_bytes > 0 && bytes <= static_cast<double>(c.llc_bytes) &&
                         c.llc_bandwidth_bytes_s() > c.bandwidth_bytes_s();
-  const double bw = in_cache ? c.llc_bandwidth_bytes_s() : c.bandwidth_bytes_s();
+  const Bandwidth& bw = in_cache ? c.all.llc : c.all.dram;
+  const double t_memory = bw.seconds_for(bytes, written);
+  const double t_total = bw.best() > 0 ? bytes / bw.best() : 0;
   r.memory_roof = in_cache ? "llc" : "dram";
+  if (t_memory > t_total) r.memory_roof += bytes - written > written ? "-read" : "-write";
   const double t_compute = peak > 0 ? flops / peak : 0;
-  const double t_memory = bw > 0 ? bytes / bw : 0;
   r.bound = t_compute >= t_memory ? "compute" : "memory";
   r.t_sol_s = std::max(t_compute, t_memory);
   r.sol_fraction = seconds > 0 ? r.t_sol_s / seconds : 0;

@@ -42,6 +42,27 @@ TEST(Roofline, MemoryBoundUsesTheBestDramFigure) {
   EXPECT_DOUBLE_EQ(r.sol_fraction, 0.25);
 }
 
+// A machine like this one: loads alone stream slower than a copy moves bytes.
+TEST(Roofline, EachDirectionIsNoFasterThanItsOwnStream) {
+  Ceilings c = known();
+  c.all.dram = {28e9, 40e9, 44e9, 44e9};
+  // A reduction: 28 GB read, 1 KB written: the read figure limits, 1 s.
+  const Roofline red = roofline(c, DType::fp32, 1e3, 28e9, 2.0, 0, false, 1e3);
+  EXPECT_NEAR(red.t_sol_s, 1.0, 1e-6);
+  EXPECT_NEAR(red.sol_fraction, 0.5, 1e-6);
+  EXPECT_EQ(red.memory_roof, "dram-read");
+  // A copy: 22 GB each way: the copy figure (44 GB/s) limits; neither direction alone does.
+  const Roofline copy = roofline(c, DType::fp32, 1e3, 44e9, 1.0, 0, false, 22e9);
+  EXPECT_DOUBLE_EQ(copy.t_sol_s, 1.0);
+  EXPECT_EQ(copy.memory_roof, "dram");
+  // A fill: 40 GB written at 40 GB/s.
+  const Roofline fill = roofline(c, DType::fp32, 1e3, 40e9, 1.0, 0, false, 40e9);
+  EXPECT_DOUBLE_EQ(fill.t_sol_s, 1.0);
+  EXPECT_EQ(fill.memory_roof, "dram-write");
+  // Unknown split: the total alone, as before.
+  EXPECT_DOUBLE_EQ(roofline(c, DType::fp32, 1e3, 28e9, 1.0).t_sol_s, 28e9 / 44e9);
+}
+
 TEST(Roofline, HotDataThatFitsTheCacheMeetsTheCacheRoof) {
   const double bytes = 16 << 20;  // fits 32 MiB
   const Roofline hot = roofline(known(), DType::fp32, 1e3, bytes, 1.0, 0, /*hot=*/true);
