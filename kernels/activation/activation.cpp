@@ -5,12 +5,12 @@
 // VW-float SIMD vectors, the row's tail as a masked vector.
 //
 // The transcendental functions are SIMD too, and cheap enough that two cores keep up with
-// memory: the prelude's kf_exp (Cody-Waite reduction, a degree-6 polynomial, 2^k into the
-// exponent bits) and kf_rcp (a 14-bit estimate and one Newton step instead of a division);
-// erfc by Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7), and GELU's tanh form through the
-// identity (1 + tanh(a)) / 2 = sigmoid(2a) = 1 / (1 + exp(-2a)), which never cancels. The GELUs'
-// bounds allow an absolute error of a few ulps of |z|, so they take kf_exp_clamped (no subnormal
-// results). SiLU's sigmoid takes exp(-|z|), which never overflows (z / (1 + exp(-z)) is -0
+// memory: the prelude's kf_exp (Cody-Waite reduction, a degree-6 polynomial, p * 2^k by scalef)
+// and kf_rcp (a 14-bit estimate and one Newton step instead of a division). GELU-erf is
+// max(z, 0) - |z| erfc(|z|/sqrt 2)/2 with erfc by Abramowitz & Stegun 7.1.26 (|error| <=
+// 1.5e-7); GELU-tanh goes through (1 + tanh(a)) / 2 = 1 / (1 + exp(-2a)), which never cancels.
+// The GELUs' bounds allow an absolute error of a few ulps of |z|, so their exps never return
+// subnormals. SiLU's sigmoid takes exp(-|z|), which never overflows (z / (1 + exp(-z)) is -0
 // below z = -88.7, where the true value is still a normal number), with kf_exp's subnormals.
 // No product of two normal numbers may underflow: on Zen 4 each such multiply takes a slow path,
 // and the inputs' -1000s made every vector take it (the GELUs and SiLU ran at half speed). So
@@ -34,18 +34,20 @@ static inline void put_v(T* p, vf v) {
   else kf_store(p, v);
 }
 
-// Phi(z) = erfc(-z/sqrt 2) / 2, erfc(t) for t >= 0 by A&S 7.1.26.
-static inline vf normal_cdf(vf z) {
-  const vf t = (z < 0 ? -z : z) * 0.70710678f;
-  const vf s = kf_rcp(1.0f + 0.3275911f * t);
-  vf p = kf_splat(1.061405429f);
-  p = p * s - 1.453152027f;
-  p = p * s + 1.421413741f;
-  p = p * s - 0.284496736f;
-  p = p * s + 0.254829592f;
-  const vf tt = t * t;  // exp(-70) keeps every product normal (see the header)
-  const vf half_erfc = 0.5f * p * s * kf_exp_clamped(-kf_at_most(tt, 70.0f));
-  return z < 0 ? half_erfc : 1.0f - half_erfc;
+// GELU(z) = z Phi(z) = max(z, 0) - |z| h, h = erfc(|z|/sqrt 2) / 2 (z < 0: z h; z >= 0:
+// z (1 - h), one FMA): no compare and no blend. erfc(t), t >= 0, by A&S 7.1.26 with the 1/2
+// folded into its coefficients and 1/sqrt 2 into 0.3275911.
+static inline vf gelu_erf(vf z) {
+  const vf a = (vf)((kf_vi)z & 0x7fffffff);  // |z|
+  const vf s = kf_rcp(1.0f + 0.2316418877f * a);
+  vf p = kf_splat(0.5307027145f);
+  p = p * s - 0.7265760135f;
+  p = p * s + 0.7107068705f;
+  p = p * s - 0.142248368f;
+  p = p * s + 0.127414796f;
+  vf k;  // exp(-z^2/2), stopped at exp(-70): every product stays normal (see the header)
+  const vf e = kf_exp_reduced(kf_at_least(z * z * -0.5f, -70.0f), k);
+  return kf_at_least(z, 0.0f) - a * (p * s * kf_scale2(e, k));
 }
 
 enum Fn { kRelu, kLeaky, kGeluErf, kGeluTanh, kSilu };
@@ -54,7 +56,7 @@ template <int F>
 static inline vf act(vf z, float slope) {
   if constexpr (F == kRelu) return z > 0 ? z : kf_splat(0.0f);
   if constexpr (F == kLeaky) return z > 0 ? z : z * slope;
-  if constexpr (F == kGeluErf) return z * normal_cdf(z);
+  if constexpr (F == kGeluErf) return gelu_erf(z);
   if constexpr (F == kGeluTanh) {
     const vf a = -1.5957691216f * (z + 0.044715f * z * z * z);  // -2 * sqrt(2/pi) * (...)
     return z * kf_rcp(1.0f + kf_exp_clamped(kf_at_most(a, 87.0f)));  // see the header
