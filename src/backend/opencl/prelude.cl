@@ -32,11 +32,12 @@ inline void kf_store(float v, __global half* p) { vstore_half_rte(v, 0, p); }
 #elif defined(KF_DTYPE_BF16)
 typedef ushort kf_storage;  // the upper half of a float's bits
 inline float kf_load(__global const ushort* p) { return as_float((uint)*p << 16); }
-inline void kf_store(float v, __global ushort* p) {
-  const uint x = as_uint(v);
-  *p = (x & 0x7fffffffu) > 0x7f800000u ? (ushort)((x >> 16) | 0x40u)
-                                       : (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+inline ushort kf_f32_to_bf16(float f) {
+  const uint x = as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40u);
+  return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
+inline void kf_store(float v, __global ushort* p) { *p = kf_f32_to_bf16(v); }
 // The same per lane of an n-vector.
 #define KF_BF16_VECTOR(n)                                                                    \
   inline float##n kf_bf16_to_f32_##n(ushort##n b) {                                          \
