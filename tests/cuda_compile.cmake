@@ -1,6 +1,8 @@
 # The CUDA sm_90 compile check: nvcc -arch=sm_90 -c on every kernels/*/*.cu (once per dtype of
 # each CUDA spec that names it, with the spec's default parameters as -D flags) and on
-# src/measure/ceilings/ceilings.cu. Fails when any of them does not compile.
+# src/measure/ceilings/ceilings.cu, each behind the CUDA prelude (-include
+# src/backend/cuda/prelude.cuh, which the cuda backend puts in front of every source). Fails
+# when any of them does not compile.
 #
 # This file plays two parts: included by tests/CMakeLists.txt it adds the CTest case; run as
 # `cmake -DNVCC=... -DSOURCE_DIR=... -DOUT_DIR=... -P cuda_compile.cmake` it does the check.
@@ -27,7 +29,8 @@ set(compiled 0)
 function(compile_one src tag flags)
   get_filename_component(stem ${src} NAME_WE)
   set(obj ${OUT_DIR}/${stem}-${tag}.o)
-  execute_process(COMMAND ${NVCC} -arch=sm_90 -std=c++17 -c ${src} -o ${obj} ${flags}
+  execute_process(COMMAND ${NVCC} -arch=sm_90 -std=c++17
+                          -include ${SOURCE_DIR}/src/backend/cuda/prelude.cuh -c ${src} -o ${obj} ${flags}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   string(REPLACE ";" " " shown "${flags}")
   if(rc EQUAL 0)

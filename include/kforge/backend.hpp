@@ -62,9 +62,12 @@ class Backend {
   virtual void write(Buffer& dst, const void* src, std::size_t bytes) = 0;
   virtual void read(const Buffer& src, void* dst, std::size_t bytes) = 0;
 
-  // Throws CompileError with the compiler's log.
+  // Throws CompileError with the compiler's log. `source_name` (the kernel's file, for the
+  // compiler's messages) may be empty. The opencl and cuda backends put their prelude in front
+  // of the source and restart the line count after it, so messages name the kernel's own lines.
   virtual std::shared_ptr<Module> compile(const std::string& source, const std::string& entry,
-                                          const Defines& defines) = 0;
+                                          const Defines& defines,
+                                          const std::string& source_name = {}) = 0;
   // Launches and waits; returns the kernel's seconds on the backend's own clock.
   virtual double run(Module& m, const LaunchGeometry& g, std::span<const Arg> args) = 0;
 };

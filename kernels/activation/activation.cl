@@ -12,24 +12,7 @@
 // dtype (one of): KF_DTYPE_FP32, KF_DTYPE_FP16 (half storage), KF_DTYPE_BF16 (ushort storage);
 // the arithmetic is float throughout.
 
-#if defined(KF_DTYPE_FP16)
-typedef half T;
-#define LOAD1(p) vload_half(0, (p))
-#define STORE1(v, p) vstore_half_rte((v), 0, (p))
-#elif defined(KF_DTYPE_BF16)
-typedef ushort T;
-#define LOAD1(p) as_float((uint)(*(p)) << 16)
-inline ushort f32_to_bf16(float f) {  // round to nearest even; a NaN stays a (quiet) NaN
-  const uint x = as_uint(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40u);
-  return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-#define STORE1(v, p) (*(p) = f32_to_bf16(v))
-#else
-typedef float T;
-#define LOAD1(p) (*(p))
-#define STORE1(v, p) (*(p) = (v))
-#endif
+typedef kf_storage T;  // the dtype's storage type (the prelude's)
 
 #define RELU 0
 #define LEAKY 1
@@ -57,9 +40,9 @@ inline void act_tile(__global const T* X, __global const T* B, __global T* Y, in
   for (int e = 0; e < VEC; ++e) {
     const int j = j0 + e;
     if (j >= N) break;
-    float z = LOAD1(X + row * N + j);
-    if (with_bias != 0.0f) z += LOAD1(B + j);
-    STORE1(act(z, f, slope), Y + row * N + j);
+    float z = kf_load(X + row * N + j);
+    if (with_bias != 0.0f) z += kf_load(B + j);
+    kf_store(act(z, f, slope), Y + row * N + j);
   }
 }
 

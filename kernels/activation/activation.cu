@@ -9,21 +9,7 @@
 // Parameters (all #defines):
 //   THREADS  threads per block (a multiple of 32)
 //   VEC      elements per thread
-#if defined(KF_DTYPE_FP16)
-#include <cuda_fp16.h>
-typedef __half T;
-__device__ __forceinline__ float to_f32(T x) { return __half2float(x); }
-__device__ __forceinline__ T from_f32(float x) { return __float2half_rn(x); }
-#elif defined(KF_DTYPE_BF16)
-#include <cuda_bf16.h>
-typedef __nv_bfloat16 T;
-__device__ __forceinline__ float to_f32(T x) { return __bfloat162float(x); }
-__device__ __forceinline__ T from_f32(float x) { return __float2bfloat16_rn(x); }
-#else
-typedef float T;
-__device__ __forceinline__ float to_f32(T x) { return x; }
-__device__ __forceinline__ T from_f32(float x) { return x; }
-#endif
+typedef kf_storage T;  // the dtype's storage type (the prelude's)
 
 enum Fn { kRelu, kLeaky, kGeluErf, kGeluTanh, kSilu };
 
@@ -47,9 +33,9 @@ __device__ __forceinline__ void act_tile(const T* __restrict__ X, const T* __res
   for (int e = 0; e < VEC; ++e) {
     const int j = j0 + e * THREADS;
     if (j >= N) break;
-    float z = to_f32(X[row * N + j]);
-    if (with_bias != 0.0f) z += to_f32(B[j]);
-    Y[row * N + j] = from_f32(act<F>(z, slope));
+    float z = kf_to_f32(X[row * N + j]);
+    if (with_bias != 0.0f) z += kf_to_f32(B[j]);
+    Y[row * N + j] = kf_from_f32(act<F>(z, slope));
   }
 }
 

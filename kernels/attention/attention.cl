@@ -18,25 +18,7 @@
 // the arithmetic is float throughout and O is rounded once to the storage type.
 #define LOG2E 1.44269504088896340736f
 
-#if defined(KF_DTYPE_FP16)
-typedef half T;
-#define LOAD1(p) vload_half(0, (p))
-#define STORE1(v, p) vstore_half_rte((v), 0, (p))
-#elif defined(KF_DTYPE_BF16)
-typedef ushort T;
-// Round to nearest even; a NaN stays a (quiet) NaN.
-inline ushort f32_to_bf16(float f) {
-  const uint x = as_uint(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40u);
-  return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-#define LOAD1(p) as_float((uint)*(p) << 16)
-#define STORE1(v, p) (*(p) = f32_to_bf16(v))
-#else
-typedef float T;
-#define LOAD1(p) (*(p))
-#define STORE1(v, p) (*(p) = (v))
-#endif
+typedef kf_storage T;  // the dtype's storage type (the prelude's)
 
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1)))
 void attention(__global const T* Q, __global const T* K, __global const T* V, __global T* O,
@@ -62,8 +44,8 @@ void attention(__global const T* Q, __global const T* K, __global const T* V, __
   for (int d = 0; d < hd; ++d) {
     float c;
     const float sn = sincos((float)i * theta[d], &c);
-    const float a = row ? LOAD1(q + (long)i * D + d) : 0.0f;
-    const float a2 = row ? LOAD1(q + (long)i * D + d + hd) : 0.0f;
+    const float a = row ? kf_load(q + (long)i * D + d) : 0.0f;
+    const float a2 = row ? kf_load(q + (long)i * D + d + hd) : 0.0f;
     Qs[d * BQ + r] = (a * c - a2 * sn) * qscale;
     Qs[(d + hd) * BQ + r] = (a2 * c + a * sn) * qscale;
   }
@@ -79,11 +61,11 @@ void attention(__global const T* Q, __global const T* K, __global const T* V, __
       if (j < S) {
         float c;
         const float sn = sincos((float)j * theta[d], &c);
-        const float a = LOAD1(k + (long)j * D + d), a2 = LOAD1(k + (long)j * D + d + hd);
+        const float a = kf_load(k + (long)j * D + d), a2 = kf_load(k + (long)j * D + d + hd);
         k0 = a * c - a2 * sn;
         k1 = a2 * c + a * sn;
-        v0 = LOAD1(v + (long)j * D + d);
-        v1 = LOAD1(v + (long)j * D + d + hd);
+        v0 = kf_load(v + (long)j * D + d);
+        v1 = kf_load(v + (long)j * D + d + hd);
       }
       Ks[jj * DMAX + d] = k0;
       Ks[jj * DMAX + d + hd] = k1;
@@ -130,6 +112,6 @@ void attention(__global const T* Q, __global const T* K, __global const T* V, __
   }
   if (row) {
     const float inv = 1.0f / l;
-    for (int d = 0; d < D; ++d) STORE1(Os[d * BQ + r] * inv, o + (long)i * D + d);
+    for (int d = 0; d < D; ++d) kf_store(Os[d * BQ + r] * inv, o + (long)i * D + d);
   }
 }

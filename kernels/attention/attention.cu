@@ -14,25 +14,10 @@
 // threads per block: BQ·TD; shared memory: 2·BKV·DMAX floats.
 // dtype (one of): KF_DTYPE_FP32, KF_DTYPE_FP16, KF_DTYPE_BF16 (16-bit storage); the arithmetic
 // is fp32 throughout and O is rounded once to the storage type.
-#if defined(KF_DTYPE_FP16)
-#include <cuda_fp16.h>
-typedef __half T;
-__device__ __forceinline__ float to_f32(T x) { return __half2float(x); }
-__device__ __forceinline__ T from_f32(float x) { return __float2half_rn(x); }
-#elif defined(KF_DTYPE_BF16)
-#include <cuda_bf16.h>
-typedef __nv_bfloat16 T;
-__device__ __forceinline__ float to_f32(T x) { return __bfloat162float(x); }
-__device__ __forceinline__ T from_f32(float x) { return __float2bfloat16_rn(x); }
-#else
-typedef float T;
-__device__ __forceinline__ float to_f32(T x) { return x; }
-__device__ __forceinline__ T from_f32(float x) { return x; }
-#endif
+typedef kf_storage T;  // the dtype's storage type (the prelude's)
 
 #define DT (DMAX / TD)  // head dimensions per thread
 #define LOG2E 1.44269504088896340736f
-#define NEG_INF __int_as_float(0xff800000)  // NVRTC has no <cmath>: no INFINITY
 
 extern "C" __global__ void __launch_bounds__(BQ * TD)
 attention(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict__ V,
@@ -64,12 +49,12 @@ attention(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict_
       const int dd = d < half ? d : d - half;
       float sn, c;
       sincosf((float)i * theta[dd], &sn, &c);
-      const float a = to_f32(q[(long long)i * D + d]);
-      const float partner = to_f32(q[(long long)i * D + (d < half ? d + half : d - half)]);
+      const float a = kf_to_f32(q[(long long)i * D + d]);
+      const float partner = kf_to_f32(q[(long long)i * D + (d < half ? d + half : d - half)]);
       qr[u] = (d < half ? a * c - partner * sn : a * c + partner * sn) * qscale;
     }
   }
-  float m = NEG_INF, l = 0.0f;
+  float m = KF_NEG_INF, l = 0.0f;
 
   const int last = is_causal ? min(S, i0 + BQ) : S;  // keys any row of the block sees
   const int mine = min(is_causal ? i + 1 : S, S);    // keys this row sees
@@ -80,11 +65,11 @@ attention(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict_
       if (j < S) {
         float sn, c;
         sincosf((float)j * theta[d], &sn, &c);
-        const float a = to_f32(k[(long long)j * D + d]), a2 = to_f32(k[(long long)j * D + d + half]);
+        const float a = kf_to_f32(k[(long long)j * D + d]), a2 = kf_to_f32(k[(long long)j * D + d + half]);
         k0 = a * c - a2 * sn;
         k1 = a2 * c + a * sn;
-        v0 = to_f32(v[(long long)j * D + d]);
-        v1 = to_f32(v[(long long)j * D + d + half]);
+        v0 = kf_to_f32(v[(long long)j * D + d]);
+        v1 = kf_to_f32(v[(long long)j * D + d + half]);
       }
       Ks[jj][d] = k0;
       Ks[jj][d + half] = k1;
@@ -101,7 +86,7 @@ attention(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict_
     // (past this row's last key) become -inf.
     const int seen = row ? min(BKV, mine - j0) : 0;
     float s[BKV];
-    float mt = NEG_INF;
+    float mt = KF_NEG_INF;
 #pragma unroll
     for (int jj = 0; jj < BKV; ++jj) {
       float dot = 0.0f;
@@ -109,7 +94,7 @@ attention(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict_
       for (int u = 0; u < DT; ++u) dot = fmaf(qr[u], Ks[jj][t + u * TD], dot);
 #pragma unroll
       for (int off = TD / 2; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off, TD);
-      s[jj] = jj < seen ? dot : NEG_INF;
+      s[jj] = jj < seen ? dot : KF_NEG_INF;
       mt = fmaxf(mt, s[jj]);
     }
     if (seen > 0) {
@@ -133,6 +118,6 @@ attention(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict_
     const float inv = 1.0f / l;
 #pragma unroll
     for (int u = 0; u < DT; ++u)
-      if (t + u * TD < D) o[(long long)i * D + t + u * TD] = from_f32(acc[u] * inv);
+      if (t + u * TD < D) o[(long long)i * D + t + u * TD] = kf_from_f32(acc[u] * inv);
   }
 }

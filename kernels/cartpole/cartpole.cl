@@ -5,12 +5,7 @@
 //
 // Parameters (all #defines):
 //   WG   work-items per work-group
-#if defined(KF_DTYPE_FP64)
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-typedef double T;
-#else
-typedef float T;
-#endif
+typedef kf_storage T;  // float, or double for fp64 (the prelude's)
 
 #define GRAVITY ((T)9.8)
 #define MASS_POLE ((T)0.1)

@@ -5,11 +5,7 @@
 //
 // Parameters (all #defines):
 //   WG   threads per block
-#if defined(KF_DTYPE_FP64)
-typedef double T;
-#else
-typedef float T;
-#endif
+typedef kf_storage T;  // float, or double for fp64 (the prelude's)
 
 #define GRAVITY ((T)9.8)
 #define MASS_POLE ((T)0.1)

@@ -24,39 +24,10 @@
 #define QWG (QDIM * VQ)
 #define KWI (KWG / KDIM)
 #define THREADS (QDIM * KDIM)
-#define KF_CAT_(a, b) a##b
-#define KF_CAT(a, b) KF_CAT_(a, b)
 
-// floatV: VQ floats. VLOADV/VSTOREV: through a (local or private) float pointer. Lanes are
-// only ever reached through a private copy, so the accumulators stay in registers.
-#if VQ == 1
-typedef float floatV;
-#define VLOADV(p) (*(p))
-#define VSTOREV(v, p) (*(p) = (v))
-#else
-typedef KF_CAT(float, VQ) floatV;
-#define VLOADV(p) KF_CAT(vload, VQ)(0, (p))
-#define VSTOREV(v, p) KF_CAT(vstore, VQ)((v), 0, (p))
-#endif
-
-#if defined(KF_DTYPE_FP16)
-typedef half T;
-#define LOAD1(p) vload_half(0, (p))
-#define STORE1(v, p) vstore_half_rte((v), 0, (p))
-#elif defined(KF_DTYPE_BF16)
-typedef ushort T;
-#define LOAD1(p) as_float((uint)(*(p)) << 16)
-inline ushort f32_to_bf16(float f) {  // round to nearest even; a NaN stays a (quiet) NaN
-  const uint x = as_uint(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40u);
-  return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-#define STORE1(v, p) (*(p) = f32_to_bf16(v))
-#else
-typedef float T;
-#define LOAD1(p) (*(p))
-#define STORE1(v, p) (*(p) = (v))
-#endif
+typedef kf_storage T;          // the dtype's storage type (the prelude's)
+typedef KF_FLOATN(VQ) floatV;  // VQ floats; lanes are only ever reached through a private
+                               // copy (KF_VLOAD/KF_VSTORE), so accumulators stay in registers
 
 __kernel __attribute__((reqd_work_group_size(QDIM, KDIM, 1)))
 void conv2d(__global const T* x, __global const T* w, __global T* y, int N, int C, int H, int W,
@@ -89,21 +60,21 @@ void conv2d(__global const T* x, __global const T* w, __global T* y, int N, int 
         for (int ph = 0; ph < stride; ++ph)
           for (int j = tid; j < jw; j += THREADS) {
             const int col = v0 + j * stride + ph;
-            Xl[(e * stride + ph) * jw + j] = h >= 0 && h < H && col >= 0 && col < W ? LOAD1(xr + col) : 0.0f;
+            Xl[(e * stride + ph) * jw + j] = h >= 0 && h < H && col >= 0 && col < W ? kf_load(xr + col) : 0.0f;
           }
       }
 #if WLOCAL
       for (int kk = 0; kk < KWG; ++kk) {  // consecutive work-items: one filter's weights
         const int k = k0 + kk;
         for (int e = tid; e < np * S; e += THREADS)
-          Wl[e * KWG + kk] = k < K ? LOAD1(w + (long)k * crs + e0 * S + e) : 0.0f;
+          Wl[e * KWG + kk] = k < K ? kf_load(w + (long)k * crs + e0 * S + e) : 0.0f;
       }
 #endif
       barrier(CLK_LOCAL_MEM_FENCE);
       for (int e = 0; e < np; ++e)
         for (int s = 0; s < S; ++s) {
           const int o = s * dil;
-          const floatV xv = VLOADV(Xl + e * span + (o % stride) * jw + o / stride + tq * VQ);
+          const floatV xv = KF_VLOAD(VQ, Xl + e * span + (o % stride) * jw + o / stride + tq * VQ);
 #if WLOCAL
           __local const float* wr = Wl + (e * S + s) * KWG + tk;
 #pragma unroll
@@ -112,7 +83,7 @@ void conv2d(__global const T* x, __global const T* w, __global T* y, int N, int 
           __global const T* wr = w + (long)(k0 + tk) * crs + (e0 + e) * S + s;
 #pragma unroll
           for (int i = 0; i < KWI; ++i)
-            acc[i] = fma((floatV)(k0 + tk + i * KDIM < K ? LOAD1(wr + (long)i * KDIM * crs) : 0.0f), xv, acc[i]);
+            acc[i] = fma((floatV)(k0 + tk + i * KDIM < K ? kf_load(wr + (long)i * KDIM * crs) : 0.0f), xv, acc[i]);
 #endif
         }
       barrier(CLK_LOCAL_MEM_FENCE);
@@ -126,13 +97,13 @@ void conv2d(__global const T* x, __global const T* w, __global T* y, int N, int 
         const int c = e / (R * S), r = e / S % R, s = e % S;
         const int h = p * stride - pad + r * dil;
         if (h < 0 || h >= H) continue;
-        const float wv = LOAD1(w + (long)k * crs + e);
+        const float wv = kf_load(w + (long)k * crs + e);
         for (int l = 0; l < VQ; ++l) {
           const int col = v0 + (tq * VQ + l) * stride + s * dil;
-          if (col >= 0 && col < W) a[l] = fma(wv, LOAD1(xn + ((long)c * H + h) * W + col), a[l]);
+          if (col >= 0 && col < W) a[l] = fma(wv, kf_load(xn + ((long)c * H + h) * W + col), a[l]);
         }
       }
-      acc[i] = VLOADV(a);
+      acc[i] = KF_VLOAD(VQ, a);
     }
   }
 
@@ -142,7 +113,7 @@ void conv2d(__global const T* x, __global const T* w, __global T* y, int N, int 
     __global T* yo = y + (((long)n * K + k) * P + p) * Q + q0 + tq * VQ;
     const int valid = Q - q0 - tq * VQ;
     float a[VQ];
-    VSTOREV(acc[i], a);
-    for (int l = 0; l < VQ && l < valid; ++l) STORE1(a[l], yo + l);
+    KF_VSTORE(VQ, acc[i], a);
+    for (int l = 0; l < VQ && l < valid; ++l) kf_store(a[l], yo + l);
   }
 }

@@ -12,21 +12,7 @@
 //   EW         reduction elements (c, r, s) per slice: Ws holds EW x KWG floats
 //   XLM        floats of input staged per slice
 // Grid: x = N * P output rows, y = column tiles, z = filter tiles.
-#if defined(KF_DTYPE_FP16)
-#include <cuda_fp16.h>
-typedef __half T;
-__device__ __forceinline__ float to_f32(T x) { return __half2float(x); }
-__device__ __forceinline__ T from_f32(float x) { return __float2half_rn(x); }
-#elif defined(KF_DTYPE_BF16)
-#include <cuda_bf16.h>
-typedef __nv_bfloat16 T;
-__device__ __forceinline__ float to_f32(T x) { return __bfloat162float(x); }
-__device__ __forceinline__ T from_f32(float x) { return __float2bfloat16_rn(x); }
-#else
-typedef float T;
-__device__ __forceinline__ float to_f32(T x) { return x; }
-__device__ __forceinline__ T from_f32(float x) { return x; }
-#endif
+typedef kf_storage T;  // the dtype's storage type (the prelude's)
 
 #define QWI (QWG / QDIM)
 #define KWI (KWG / KDIM)
@@ -60,12 +46,12 @@ conv2d(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int 
       for (int t = tid; t < np * span; t += THREADS) {
         const int e = e0 + t / span, col = v0 + t % span;
         const int c = e / R, h = p * stride - pad + (e % R) * dil;
-        Xs[t] = h >= 0 && h < H && col >= 0 && col < W ? to_f32(xn[((long long)c * H + h) * W + col]) : 0.0f;
+        Xs[t] = h >= 0 && h < H && col >= 0 && col < W ? kf_to_f32(xn[((long long)c * H + h) * W + col]) : 0.0f;
       }
       for (int t = tid; t < np * S * KWG; t += THREADS) {
         const int kk = t / (np * S), e = t % (np * S);
         const int k = k0 + kk;
-        Ws[e * KWG + kk] = k < K ? to_f32(w[(long long)k * crs + e0 * S + e]) : 0.0f;
+        Ws[e * KWG + kk] = k < K ? kf_to_f32(w[(long long)k * crs + e0 * S + e]) : 0.0f;
       }
       __syncthreads();
       for (int e = 0; e < np; ++e)
@@ -90,12 +76,12 @@ conv2d(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int 
         const int c = e / (R * S), r = e / S % R, s = e % S;
         const int h = p * stride - pad + r * dil;
         if (h < 0 || h >= H) continue;
-        const float wv = to_f32(__ldg(w + (long long)k * crs + e));
+        const float wv = kf_to_f32(__ldg(w + (long long)k * crs + e));
 #pragma unroll
         for (int j = 0; j < QWI; ++j) {
           const int col = v0 + (tq + j * QDIM) * stride + s * dil;
           if (col >= 0 && col < W)
-            acc[i][j] = fmaf(wv, to_f32(__ldg(xn + ((long long)c * H + h) * W + col)), acc[i][j]);
+            acc[i][j] = fmaf(wv, kf_to_f32(__ldg(xn + ((long long)c * H + h) * W + col)), acc[i][j]);
         }
       }
     }
@@ -109,7 +95,7 @@ conv2d(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int 
 #pragma unroll
     for (int j = 0; j < QWI; ++j) {
       const int q = q0 + tq + j * QDIM;
-      if (q < Q) yo[q] = from_f32(acc[i][j]);
+      if (q < Q) yo[q] = kf_from_f32(acc[i][j]);
     }
   }
 }

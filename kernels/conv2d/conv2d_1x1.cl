@@ -18,38 +18,9 @@
 //   KWI    filters per work-item (KWI vector accumulators)
 // dtype (one of): KF_DTYPE_FP32, KF_DTYPE_FP16 (half storage), KF_DTYPE_BF16 (ushort storage).
 #define QWG (QDIM * VQ)
-#define KF_CAT_(a, b) a##b
-#define KF_CAT(a, b) KF_CAT_(a, b)
 
-// floatV: VQ floats. VLOADV/VSTOREV: through a (local or private) float pointer.
-#if VQ == 1
-typedef float floatV;
-#define VLOADV(p) (*(p))
-#define VSTOREV(v, p) (*(p) = (v))
-#else
-typedef KF_CAT(float, VQ) floatV;
-#define VLOADV(p) KF_CAT(vload, VQ)(0, (p))
-#define VSTOREV(v, p) KF_CAT(vstore, VQ)((v), 0, (p))
-#endif
-
-#if defined(KF_DTYPE_FP16)
-typedef half T;
-#define LOAD1(p) vload_half(0, (p))
-#define STORE1(v, p) vstore_half_rte((v), 0, (p))
-#elif defined(KF_DTYPE_BF16)
-typedef ushort T;
-#define LOAD1(p) as_float((uint)(*(p)) << 16)
-inline ushort f32_to_bf16(float f) {  // round to nearest even; a NaN stays a (quiet) NaN
-  const uint x = as_uint(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40u);
-  return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-#define STORE1(v, p) (*(p) = f32_to_bf16(v))
-#else
-typedef float T;
-#define LOAD1(p) (*(p))
-#define STORE1(v, p) (*(p) = (v))
-#endif
+typedef kf_storage T;          // the dtype's storage type (the prelude's)
+typedef KF_FLOATN(VQ) floatV;  // VQ floats
 
 __kernel __attribute__((reqd_work_group_size(QDIM, KDIM, 1)))
 void conv2d_1x1(__global const T* x, __global const T* w, __global T* y, int N, int C, int H,
@@ -68,9 +39,9 @@ void conv2d_1x1(__global const T* x, __global const T* w, __global T* y, int N, 
     hb[l] = j < PQ ? j / Q * stride - pad : -H - dil * R;
     vb[l] = j % Q * stride - pad;
   }
-#if !defined(KF_DTYPE_FP16) && !defined(KF_DTYPE_BF16)  // vector loads of fp32 storage only
+#if !defined(KF_DTYPE_FP16) && !defined(KF_DTYPE_BF16)
   const bool contiguous = R * S == 1 && stride == 1 && pad == 0 && j0 + VQ <= PQ;
-#else
+#else  // vector loads of 16-bit storage measured 1.2x slower (fp16) or level (bf16) on PoCL
   const bool contiguous = false;
 #endif
 
@@ -81,27 +52,23 @@ void conv2d_1x1(__global const T* x, __global const T* w, __global T* y, int N, 
     __global const T* xc = xn + c * plane;
     floatV xv;
     if (contiguous) {
-#if VQ == 1
-      xv = LOAD1(xc + j0);
-#else
-      xv = KF_CAT(vload, VQ)(0, (__global const float*)xc + j0);
-#endif
+      xv = KF_LOADN(VQ, xc + j0);
     } else {
       float a[VQ];
       for (int l = 0; l < VQ; ++l) {
         const int h = hb[l] + r * dil, v = vb[l] + s * dil;
-        a[l] = h >= 0 && h < H && v >= 0 && v < W ? LOAD1(xc + (long)h * W + v) : 0.0f;
+        a[l] = h >= 0 && h < H && v >= 0 && v < W ? kf_load(xc + (long)h * W + v) : 0.0f;
       }
-      xv = VLOADV(a);
+      xv = KF_VLOAD(VQ, a);
     }
 #pragma unroll
     for (int i = 0; i < KWI; ++i)
-      acc[i] = fma((floatV)(LOAD1(w + (long)min(k0 + i, K - 1) * crs + e)), xv, acc[i]);
+      acc[i] = fma((floatV)(kf_load(w + (long)min(k0 + i, K - 1) * crs + e)), xv, acc[i]);
   }
   for (int i = 0; i < KWI && k0 + i < K; ++i) {
     __global T* yo = y + ((long)n * K + k0 + i) * PQ + j0;
     float a[VQ];
-    VSTOREV(acc[i], a);
-    for (int l = 0; l < VQ && j0 + l < PQ; ++l) STORE1(a[l], yo + l);
+    KF_VSTORE(VQ, acc[i], a);
+    for (int l = 0; l < VQ && j0 + l < PQ; ++l) kf_store(a[l], yo + l);
   }
 }

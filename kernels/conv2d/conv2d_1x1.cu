@@ -12,21 +12,7 @@
 //   QWG, QDIM   pixels per block, threads along them (blockDim.x)
 //   KWG, KDIM   filters per block, threads along them (blockDim.y)
 //   CS          reduction steps (c, r, s) per shared-memory slice
-#if defined(KF_DTYPE_FP16)
-#include <cuda_fp16.h>
-typedef __half T;
-__device__ __forceinline__ float to_f32(T x) { return __half2float(x); }
-__device__ __forceinline__ T from_f32(float x) { return __float2half_rn(x); }
-#elif defined(KF_DTYPE_BF16)
-#include <cuda_bf16.h>
-typedef __nv_bfloat16 T;
-__device__ __forceinline__ float to_f32(T x) { return __bfloat162float(x); }
-__device__ __forceinline__ T from_f32(float x) { return __float2bfloat16_rn(x); }
-#else
-typedef float T;
-__device__ __forceinline__ float to_f32(T x) { return x; }
-__device__ __forceinline__ T from_f32(float x) { return x; }
-#endif
+typedef kf_storage T;  // the dtype's storage type (the prelude's)
 
 #define QWI (QWG / QDIM)
 #define KWI (KWG / KDIM)
@@ -56,11 +42,11 @@ conv2d_1x1(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, 
       const int e = e0 + t / QWG, j = j0 + t % QWG, c = e / RS, r = e % RS / S, s = e % S;
       const int h = j / Q * stride - pad + r * dil, v = j % Q * stride - pad + s * dil;
       const bool in = e < crs && j < PQ && h >= 0 && h < H && v >= 0 && v < W;
-      Xs[t / QWG][t % QWG] = in ? to_f32(xn[c * plane + (long long)h * W + v]) : 0.0f;
+      Xs[t / QWG][t % QWG] = in ? kf_to_f32(xn[c * plane + (long long)h * W + v]) : 0.0f;
     }
     for (int t = tid; t < CS * KWG; t += THREADS) {  // consecutive threads: consecutive steps
       const int e = e0 + t % CS, k = k0 + t / CS;
-      Ws[t % CS][t / CS] = e < crs && k < K ? to_f32(w[(long long)k * crs + e]) : 0.0f;
+      Ws[t % CS][t / CS] = e < crs && k < K ? kf_to_f32(w[(long long)k * crs + e]) : 0.0f;
     }
     __syncthreads();
 #pragma unroll 4
@@ -84,7 +70,7 @@ conv2d_1x1(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, 
 #pragma unroll
     for (int l = 0; l < QWI; ++l) {
       const int j = j0 + tq + l * QDIM;
-      if (j < PQ) y[((long long)n * K + k) * PQ + j] = from_f32(acc[i][l]);
+      if (j < PQ) y[((long long)n * K + k) * PQ + j] = kf_from_f32(acc[i][l]);
     }
   }
 }

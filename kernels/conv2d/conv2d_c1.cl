@@ -18,39 +18,10 @@
 // dtype (one of): KF_DTYPE_FP32, KF_DTYPE_FP16 (half storage), KF_DTYPE_BF16 (ushort storage).
 #define QWG (QDIM * VQ)
 #define THREADS (QDIM * PDIM)
-#define KF_CAT_(a, b) a##b
-#define KF_CAT(a, b) KF_CAT_(a, b)
 
-// floatV: VQ floats. VLOADV/VSTOREV: through a (local or private) float pointer. Lanes are
-// only ever reached through a private copy, so the accumulators stay in registers.
-#if VQ == 1
-typedef float floatV;
-#define VLOADV(p) (*(p))
-#define VSTOREV(v, p) (*(p) = (v))
-#else
-typedef KF_CAT(float, VQ) floatV;
-#define VLOADV(p) KF_CAT(vload, VQ)(0, (p))
-#define VSTOREV(v, p) KF_CAT(vstore, VQ)((v), 0, (p))
-#endif
-
-#if defined(KF_DTYPE_FP16)
-typedef half T;
-#define LOAD1(p) vload_half(0, (p))
-#define STORE1(v, p) vstore_half_rte((v), 0, (p))
-#elif defined(KF_DTYPE_BF16)
-typedef ushort T;
-#define LOAD1(p) as_float((uint)(*(p)) << 16)
-inline ushort f32_to_bf16(float f) {  // round to nearest even; a NaN stays a (quiet) NaN
-  const uint x = as_uint(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40u);
-  return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-#define STORE1(v, p) (*(p) = f32_to_bf16(v))
-#else
-typedef float T;
-#define LOAD1(p) (*(p))
-#define STORE1(v, p) (*(p) = (v))
-#endif
+typedef kf_storage T;          // the dtype's storage type (the prelude's)
+typedef KF_FLOATN(VQ) floatV;  // VQ floats; lanes are only ever reached through a private
+                               // copy (KF_VLOAD/KF_VSTORE), so accumulators stay in registers
 
 __kernel __attribute__((reqd_work_group_size(QDIM, PDIM, 1)))
 void conv2d_c1(__global const T* x, __global const T* w, __global T* y, int N, int C, int H,
@@ -73,7 +44,7 @@ void conv2d_c1(__global const T* x, __global const T* w, __global T* y, int N, i
   if (staged) {
     for (int t = tid; t < rows * span; t += THREADS) {
       const int h = h0 + t / span, v = v0 + t % jw * stride + t % span / jw;
-      Xl[t] = h >= 0 && h < H && v >= 0 && v < W ? LOAD1(xn + (long)h * W + v) : 0.0f;
+      Xl[t] = h >= 0 && h < H && v >= 0 && v < W ? kf_load(xn + (long)h * W + v) : 0.0f;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
@@ -86,10 +57,10 @@ void conv2d_c1(__global const T* x, __global const T* w, __global T* y, int N, i
         __local const float* xr = Xl + (tp * stride + r * dil) * span + tq * VQ;
         for (int s = 0; s < S; ++s) {
           const int o = s * dil;
-          const floatV xv = VLOADV(xr + (o % stride) * jw + o / stride);
+          const floatV xv = KF_VLOAD(VQ, xr + (o % stride) * jw + o / stride);
 #pragma unroll
           for (int i = 0; i < KWI; ++i)
-            acc[i] = fma((floatV)(LOAD1(w + (long)min(k0 + i, K - 1) * rs + r * S + s)), xv, acc[i]);
+            acc[i] = fma((floatV)(kf_load(w + (long)min(k0 + i, K - 1) * rs + r * S + s)), xv, acc[i]);
         }
       }
     } else {
@@ -100,13 +71,13 @@ void conv2d_c1(__global const T* x, __global const T* w, __global T* y, int N, i
           const int c = e / rs, r = e / S % R, s = e % S;
           const int h = p * stride - pad + r * dil;
           if (h < 0 || h >= H) continue;
-          const float wv = LOAD1(w + (long)min(k0 + i, K - 1) * crs + e);
+          const float wv = kf_load(w + (long)min(k0 + i, K - 1) * crs + e);
           for (int l = 0; l < VQ; ++l) {
             const int v = (q0 + tq * VQ + l) * stride - pad + s * dil;
-            if (v >= 0 && v < W) a[l] = fma(wv, LOAD1(xn + ((long)c * H + h) * W + v), a[l]);
+            if (v >= 0 && v < W) a[l] = fma(wv, kf_load(xn + ((long)c * H + h) * W + v), a[l]);
           }
         }
-        acc[i] = VLOADV(a);
+        acc[i] = KF_VLOAD(VQ, a);
       }
     }
     if (p < P)
@@ -114,8 +85,8 @@ void conv2d_c1(__global const T* x, __global const T* w, __global T* y, int N, i
         __global T* yo = y + (((long)n * K + k0 + i) * P + p) * Q + q0 + tq * VQ;
         const int valid = Q - q0 - tq * VQ;
         float a[VQ];
-        VSTOREV(acc[i], a);
-        for (int l = 0; l < VQ && l < valid; ++l) STORE1(a[l], yo + l);
+        KF_VSTORE(VQ, acc[i], a);
+        for (int l = 0; l < VQ && l < valid; ++l) kf_store(a[l], yo + l);
       }
   }
 }

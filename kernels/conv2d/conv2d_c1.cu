@@ -12,21 +12,7 @@
 //   PDIM   output rows per block, one per thread row (blockDim.y)
 //   KWI    filters per pass (accumulators: KWI * QWI per thread)
 //   XLM    floats of input window held in shared memory
-#if defined(KF_DTYPE_FP16)
-#include <cuda_fp16.h>
-typedef __half T;
-__device__ __forceinline__ float to_f32(T x) { return __half2float(x); }
-__device__ __forceinline__ T from_f32(float x) { return __float2half_rn(x); }
-#elif defined(KF_DTYPE_BF16)
-#include <cuda_bf16.h>
-typedef __nv_bfloat16 T;
-__device__ __forceinline__ float to_f32(T x) { return __bfloat162float(x); }
-__device__ __forceinline__ T from_f32(float x) { return __float2bfloat16_rn(x); }
-#else
-typedef float T;
-__device__ __forceinline__ float to_f32(T x) { return x; }
-__device__ __forceinline__ T from_f32(float x) { return x; }
-#endif
+typedef kf_storage T;  // the dtype's storage type (the prelude's)
 
 #define QWI (QWG / QDIM)
 #define THREADS (QDIM * PDIM)
@@ -60,7 +46,7 @@ conv2d_c1(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, i
           __syncthreads();
           for (int t = tid; t < rows * cols; t += THREADS) {
             const int h = h0 + t / cols, v = v0 + t % cols;
-            Xs[t] = h >= 0 && h < H && v >= 0 && v < W ? to_f32(xc[(long long)h * W + v]) : 0.0f;
+            Xs[t] = h >= 0 && h < H && v >= 0 && v < W ? kf_to_f32(xc[(long long)h * W + v]) : 0.0f;
           }
           __syncthreads();
         }
@@ -72,7 +58,7 @@ conv2d_c1(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, i
               xv[j] = Xs[(tp * stride + r * dil) * cols + (tq + j * QDIM) * stride + s * dil];
 #pragma unroll
             for (int i = 0; i < KWI; ++i) {
-              const float wv = to_f32(__ldg(w + (long long)min(k0 + i, K - 1) * crs + c * rs + r * S + s));
+              const float wv = kf_to_f32(__ldg(w + (long long)min(k0 + i, K - 1) * crs + c * rs + r * S + s));
 #pragma unroll
               for (int j = 0; j < QWI; ++j) acc[i][j] = fmaf(wv, xv[j], acc[i][j]);
             }
@@ -86,10 +72,10 @@ conv2d_c1(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, i
             for (int j = 0; j < QWI; ++j) {
               const int v = (q0 + tq + j * QDIM) * stride - pad + s * dil;
               if (v < 0 || v >= W) continue;
-              const float xv = to_f32(__ldg(xc + (long long)h * W + v));
+              const float xv = kf_to_f32(__ldg(xc + (long long)h * W + v));
 #pragma unroll
               for (int i = 0; i < KWI; ++i)
-                acc[i][j] = fmaf(to_f32(__ldg(w + (long long)min(k0 + i, K - 1) * crs + c * rs + r * S + s)), xv, acc[i][j]);
+                acc[i][j] = fmaf(kf_to_f32(__ldg(w + (long long)min(k0 + i, K - 1) * crs + c * rs + r * S + s)), xv, acc[i][j]);
             }
         }
       }
@@ -102,7 +88,7 @@ conv2d_c1(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, i
 #pragma unroll
         for (int j = 0; j < QWI; ++j) {
           const int q = q0 + tq + j * QDIM;
-          if (q < Q) yo[q] = from_f32(acc[i][j]);
+          if (q < Q) yo[q] = kf_from_f32(acc[i][j]);
         }
       }
   }

@@ -23,93 +23,8 @@
 #define THREADS (MDIMC * NDIMC)
 #define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
 
-#define KF_CAT_(a, b) a##b
-#define KF_CAT(a, b) KF_CAT_(a, b)
-
-// floatV: VWN floats. VLOADF/VSTOREF: through a float pointer.
-#if VWN == 1
-typedef float floatV;
-typedef uint uintV;
-typedef ushort ushortV;
-#define VLOADF(p) (*(p))
-#define VSTOREF(v, p) (*(p) = (v))
-#define VLOADU16(p) (*(p))
-#define VSTOREU16(v, p) (*(p) = (v))
-#define CONVERT_UINTV convert_uint
-#define CONVERT_USHORTV convert_ushort
-#define AS_FLOATV as_float
-#define AS_UINTV as_uint
-#else
-typedef KF_CAT(float, VWN) floatV;
-typedef KF_CAT(uint, VWN) uintV;
-typedef KF_CAT(ushort, VWN) ushortV;
-#define VLOADF(p) KF_CAT(vload, VWN)(0, (p))
-#define VSTOREF(v, p) KF_CAT(vstore, VWN)((v), 0, (p))
-#define VLOADU16(p) KF_CAT(vload, VWN)(0, (p))
-#define VSTOREU16(v, p) KF_CAT(vstore, VWN)((v), 0, (p))
-#define CONVERT_UINTV KF_CAT(convert_uint, VWN)
-#define CONVERT_USHORTV KF_CAT(convert_ushort, VWN)
-#define AS_FLOATV KF_CAT(as_float, VWN)
-#define AS_UINTV KF_CAT(as_uint, VWN)
-#endif
-
-// VWM-wide loads of A along K (LOADM, through T) and stores to local floats (VSTOREM).
-#if VWM == 1
-#define VSTOREM(v, p) (*(p) = (v))
-#else
-#define VSTOREM(v, p) KF_CAT(vstore, VWM)((v), 0, (p))
-#endif
-
-// Storage type T; LOAD1/STORE1 one element, LOADV/STOREV VWN elements, all through float.
-#if defined(KF_DTYPE_FP16)
-typedef half T;
-#define LOAD1(p) vload_half(0, (p))
-#define STORE1(v, p) vstore_half_rte((v), 0, (p))
-#if VWN == 1
-#define LOADV(p) vload_half(0, (p))
-#define STOREV(v, p) vstore_half_rte((v), 0, (p))
-#else
-#define LOADV(p) KF_CAT(vload_half, VWN)(0, (p))
-#define STOREV(v, p) KF_CAT(KF_CAT(vstore_half, VWN), _rte)((v), 0, (p))
-#endif
-#elif defined(KF_DTYPE_BF16)
-typedef ushort T;
-inline float bf16_to_f32(ushort b) { return as_float((uint)b << 16); }
-// Round to nearest even; a NaN stays a (quiet) NaN.
-inline ushort f32_to_bf16(float f) {
-  const uint x = as_uint(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40u);
-  return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-inline floatV bf16v_to_f32(ushortV b) { return AS_FLOATV(CONVERT_UINTV(b) << 16); }
-inline ushortV f32v_to_bf16(floatV f) {
-  const uintV x = AS_UINTV(f);
-  const uintV rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-  const uintV quiet = (x >> 16) | 0x40u;
-  return CONVERT_USHORTV(select(rounded, quiet, (x & 0x7fffffffu) > 0x7f800000u));
-}
-#define LOAD1(p) bf16_to_f32(*(p))
-#define STORE1(v, p) (*(p) = f32_to_bf16(v))
-#define LOADV(p) bf16v_to_f32(VLOADU16(p))
-#define STOREV(v, p) VSTOREU16(f32v_to_bf16(v), (p))
-#else
-typedef float T;
-#define LOAD1(p) (*(p))
-#define STORE1(v, p) (*(p) = (v))
-#define LOADV(p) VLOADF(p)
-#define STOREV(v, p) VSTOREF((v), (p))
-#endif
-
-#if VWM == 1
-#define LOADM(p) LOAD1(p)
-#elif defined(KF_DTYPE_FP16)
-#define LOADM(p) KF_CAT(vload_half, VWM)(0, (p))
-#elif defined(KF_DTYPE_BF16)
-#define LOADM(p) \
-  KF_CAT(as_float, VWM)(KF_CAT(convert_uint, VWM)(KF_CAT(vload, VWM)(0, (p))) << 16)
-#else
-#define LOADM(p) KF_CAT(vload, VWM)(0, (p))
-#endif
+typedef kf_storage T;             // the dtype's storage type (the prelude's)
+typedef KF_FLOATN(VWN) floatV;    // VWN floats: a vector of B, of the accumulators, of C
 
 // Alm (MWG, KWG) = A[m0:m0+MWG, k0:k0+KWG] as VWM-vectors along K, zero outside A.
 inline void load_a(__global const T* A, int M, int K, int m0, int k0, int tid,
@@ -123,10 +38,10 @@ inline void load_a(__global const T* A, int M, int K, int m0, int k0, int tid,
       __local float* dst = Alm + mm * KWG + kk;
       __global const T* src = A + (long)gm * K + gk;
       if (gm < M && gk + VWM <= K) {
-        VSTOREM(LOADM(src), dst);
+        KF_VSTORE(VWM, KF_LOADN(VWM, src), dst);
       } else {
 #pragma unroll
-        for (int e = 0; e < VWM; ++e) dst[e] = (gm < M && gk + e < K) ? LOAD1(src + e) : 0.0f;
+        for (int e = 0; e < VWM; ++e) dst[e] = (gm < M && gk + e < K) ? kf_load(src + e) : 0.0f;
       }
     }
   }
@@ -145,11 +60,11 @@ inline void load_b(__global const T* B, int N, int K, int n0, int k0, int tid,
       if (gk < K) {
         __global const T* src = B + (long)gk * N + gn;
         if (gn + VWN <= N) {
-          v = LOADV(src);
+          v = KF_LOADN(VWN, src);
         } else {
           float tmp[VWN];
-          for (int e = 0; e < VWN; ++e) tmp[e] = gn + e < N ? LOAD1(src + e) : 0.0f;
-          v = VLOADF(tmp);
+          for (int e = 0; e < VWN; ++e) tmp[e] = gn + e < N ? kf_load(src + e) : 0.0f;
+          v = KF_VLOAD(VWN, tmp);
         }
       }
       Blm[kk * NVG + jv] = v;
@@ -203,12 +118,13 @@ void gemm(__global const T* A, __global const T* B, __global T* C, int M, int N,
       if (gn >= N) break;
       const floatV r = alpha * acc[i][j];
       if (gn + VWN <= N) {
-        STOREV(beta == 0.0f ? r : fma((floatV)(beta), LOADV(crow + gn), r), crow + gn);
+        const floatV out = beta == 0.0f ? r : fma((floatV)(beta), KF_LOADN(VWN, crow + gn), r);
+        KF_STOREN(VWN, out, crow + gn);
       } else {
         float tmp[VWN];
-        VSTOREF(r, tmp);
+        KF_VSTORE(VWN, r, tmp);
         for (int e = 0; e < VWN && gn + e < N; ++e)
-          STORE1(beta == 0.0f ? tmp[e] : fma(beta, LOAD1(crow + gn + e), tmp[e]), crow + gn + e);
+          kf_store(beta == 0.0f ? tmp[e] : fma(beta, kf_load(crow + gn + e), tmp[e]), crow + gn + e);
       }
     }
   }

@@ -13,21 +13,7 @@
 //            threads touch neighbour addresses (coalesced stores, no bank conflicts)
 //   MINB     blocks per SM the register allocation must allow (__launch_bounds__); 2 caps a
 //            256-thread block at 128 registers per thread
-#if defined(KF_DTYPE_FP16)
-#include <cuda_fp16.h>
-typedef __half T;
-__device__ __forceinline__ float to_f32(T x) { return __half2float(x); }
-__device__ __forceinline__ T from_f32(float x) { return __float2half_rn(x); }
-#elif defined(KF_DTYPE_BF16)
-#include <cuda_bf16.h>
-typedef __nv_bfloat16 T;
-__device__ __forceinline__ float to_f32(T x) { return __bfloat162float(x); }
-__device__ __forceinline__ T from_f32(float x) { return __float2bfloat16_rn(x); }
-#else
-typedef float T;
-__device__ __forceinline__ float to_f32(T x) { return x; }
-__device__ __forceinline__ T from_f32(float x) { return x; }
-#endif
+typedef kf_storage T;  // the dtype's storage type (the prelude's)
 
 #define WX (BN / TN)        // threads along a row of the tile
 #define WY (BM / TM)        // threads along a column
@@ -80,14 +66,14 @@ gemm(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, int M,
     for (int l = 0; l < A_LOADS; ++l) {
       const int r = a_r + l * (THREADS / BK);
       a_next[l] = a_col_ok && m0 + r < M
-                      ? to_f32(a_ptr[(long long)l * (THREADS / BK) * K + k0])
+                      ? kf_to_f32(a_ptr[(long long)l * (THREADS / BK) * K + k0])
                       : 0.0f;
     }
 #pragma unroll
     for (int l = 0; l < B_LOADS; ++l) {
       const int r = b_r + (l * THREADS) / BN, c = b_c + (l * THREADS) % BN;
       b_next[l] = k0 + r < K && n0 + c < N
-                      ? to_f32(b_ptr[(long long)(k0 + (l * THREADS) / BN) * N + (l * THREADS) % BN])
+                      ? kf_to_f32(b_ptr[(long long)(k0 + (l * THREADS) / BN) * N + (l * THREADS) % BN])
                       : 0.0f;
     }
   };
@@ -140,7 +126,7 @@ gemm(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, int M,
       if (gn >= N) continue;
       T* c = C + (long long)gm * N + gn;
       const float r = alpha * acc[i][j];
-      *c = from_f32(beta != 0.0f ? fmaf(beta, to_f32(*c), r) : r);
+      *c = kf_from_f32(beta != 0.0f ? fmaf(beta, kf_to_f32(*c), r) : r);
     }
   }
 }

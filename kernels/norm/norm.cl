@@ -12,24 +12,7 @@
 // dtype (one of): KF_DTYPE_FP32, KF_DTYPE_FP16 (half storage), KF_DTYPE_BF16 (ushort storage);
 // the arithmetic is float throughout.
 
-#if defined(KF_DTYPE_FP16)
-typedef half T;
-#define LOAD1(p) vload_half(0, (p))
-#define STORE1(v, p) vstore_half_rte((v), 0, (p))
-#elif defined(KF_DTYPE_BF16)
-typedef ushort T;
-#define LOAD1(p) as_float((uint)(*(p)) << 16)
-inline ushort f32_to_bf16(float f) {  // round to nearest even; a NaN stays a (quiet) NaN
-  const uint x = as_uint(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40u);
-  return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-#define STORE1(v, p) (*(p) = f32_to_bf16(v))
-#else
-typedef float T;
-#define LOAD1(p) (*(p))
-#define STORE1(v, p) (*(p) = (v))
-#endif
+typedef kf_storage T;  // the dtype's storage type (the prelude's)
 
 // The group's sum of one value per work-item, in every work-item.
 inline float group_sum(float v, __local float* red) {
@@ -56,22 +39,22 @@ inline void norm_row(__global const T* X, __global const T* G, __global const T*
   if (centered) {
     float s = 0.0f;
     for (int j = lid * VEC; j < N; j += WG * VEC)
-      for (int e = 0; e < VEC && j + e < N; ++e) s += LOAD1(x + j + e);
+      for (int e = 0; e < VEC && j + e < N; ++e) s += kf_load(x + j + e);
     mean = group_sum(s, red) / N;
   }
   float s2 = 0.0f;
   for (int j = lid * VEC; j < N; j += WG * VEC)
     for (int e = 0; e < VEC && j + e < N; ++e) {
-      const float d = LOAD1(x + j + e) - mean;
+      const float d = kf_load(x + j + e) - mean;
       s2 += d * d;
     }
   const float inv = 1.0f / sqrt(group_sum(s2, red) / N + eps);
 
   for (int j = lid * VEC; j < N; j += WG * VEC)
     for (int e = 0; e < VEC && j + e < N; ++e) {
-      float v = (LOAD1(x + j + e) - mean) * inv * LOAD1(G + j + e);
-      if (centered) v += LOAD1(B + j + e);
-      STORE1(v, y + j + e);
+      float v = (kf_load(x + j + e) - mean) * inv * kf_load(G + j + e);
+      if (centered) v += kf_load(B + j + e);
+      kf_store(v, y + j + e);
     }
 }
 

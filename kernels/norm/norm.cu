@@ -10,25 +10,9 @@
 // Parameters (all #defines):
 //   THREADS  threads per block (a multiple of 32, at most 1024)
 //   UNROLL   unroll factor of the strided loops (loads in flight per thread)
-#if defined(KF_DTYPE_FP16)
-#include <cuda_fp16.h>
-typedef __half T;
-__device__ __forceinline__ float to_f32(T x) { return __half2float(x); }
-__device__ __forceinline__ T from_f32(float x) { return __float2half_rn(x); }
-#elif defined(KF_DTYPE_BF16)
-#include <cuda_bf16.h>
-typedef __nv_bfloat16 T;
-__device__ __forceinline__ float to_f32(T x) { return __bfloat162float(x); }
-__device__ __forceinline__ T from_f32(float x) { return __float2bfloat16_rn(x); }
-#else
-typedef float T;
-__device__ __forceinline__ float to_f32(T x) { return x; }
-__device__ __forceinline__ T from_f32(float x) { return x; }
-#endif
+typedef kf_storage T;  // the dtype's storage type (the prelude's)
 
 #define WARPS (THREADS / 32)
-#define KF_STR(x) #x
-#define KF_UNROLL(n) _Pragma(KF_STR(unroll n))
 
 // The block's sum of one value per thread, in every thread, in the same order in each.
 __device__ __forceinline__ float block_sum(float v, float* shared) {
@@ -55,22 +39,22 @@ __device__ __forceinline__ void norm_row(const T* __restrict__ X, const T* __res
   if (kCentered) {
     float s = 0.0f;
 KF_UNROLL(UNROLL)
-    for (int j = tid; j < N; j += THREADS) s += to_f32(x[j]);
+    for (int j = tid; j < N; j += THREADS) s += kf_to_f32(x[j]);
     mean = block_sum(s, partial) / N;
   }
   float s2 = 0.0f;
 KF_UNROLL(UNROLL)
   for (int j = tid; j < N; j += THREADS) {
-    const float d = to_f32(x[j]) - mean;
+    const float d = kf_to_f32(x[j]) - mean;
     s2 = fmaf(d, d, s2);
   }
   const float inv = 1.0f / sqrtf(block_sum(s2, partial) / N + eps);
 
 KF_UNROLL(UNROLL)
   for (int j = tid; j < N; j += THREADS) {
-    float v = (to_f32(x[j]) - mean) * inv * to_f32(G[j]);
-    if (kCentered) v += to_f32(B[j]);
-    y[j] = from_f32(v);
+    float v = (kf_to_f32(x[j]) - mean) * inv * kf_to_f32(G[j]);
+    if (kCentered) v += kf_to_f32(B[j]);
+    y[j] = kf_from_f32(v);
   }
 }
 

@@ -10,24 +10,7 @@
 // dtype (one of): KF_DTYPE_FP32, KF_DTYPE_FP16 (half storage), KF_DTYPE_BF16 (ushort storage);
 // the arithmetic is float throughout.
 
-#if defined(KF_DTYPE_FP16)
-typedef half T;
-#define LOAD1(p) vload_half(0, (p))
-#define STORE1(v, p) vstore_half_rte((v), 0, (p))
-#elif defined(KF_DTYPE_BF16)
-typedef ushort T;
-#define LOAD1(p) as_float((uint)(*(p)) << 16)
-inline ushort f32_to_bf16(float f) {  // round to nearest even; a NaN stays a (quiet) NaN
-  const uint x = as_uint(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40u);
-  return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-#define STORE1(v, p) (*(p) = f32_to_bf16(v))
-#else
-typedef float T;
-#define LOAD1(p) (*(p))
-#define STORE1(v, p) (*(p) = (v))
-#endif
+typedef kf_storage T;  // the dtype's storage type (the prelude's)
 
 #define SUM 0
 #define MAX 1
@@ -45,7 +28,7 @@ inline void reduce_row(__global const T* X, __global T* Y, int N, int op, __loca
   const long row = get_group_id(0);
   float v = op == SUM ? 0.0f : -INFINITY;
   int at = 0x7fffffff;
-  for (int j = lid; j < N; j += WG) combine(op, &v, &at, LOAD1(X + row * N + j), j);
+  for (int j = lid; j < N; j += WG) combine(op, &v, &at, kf_load(X + row * N + j), j);
   lv[lid] = v;
   lat[lid] = at;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -59,7 +42,7 @@ inline void reduce_row(__global const T* X, __global T* Y, int N, int op, __loca
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  if (lid == 0) STORE1(op == ARGMAX ? (float)lat[0] : lv[0], Y + row);
+  if (lid == 0) kf_store(op == ARGMAX ? (float)lat[0] : lv[0], Y + row);
 }
 
 inline void reduce_col(__global const T* X, __global T* Y, int M, int N, int op) {
@@ -67,8 +50,8 @@ inline void reduce_col(__global const T* X, __global T* Y, int M, int N, int op)
   if (col >= N) return;
   float v = op == SUM ? 0.0f : -INFINITY;
   int at = 0x7fffffff;
-  for (int i = 0; i < M; ++i) combine(op, &v, &at, LOAD1(X + (long)i * N + col), i);
-  STORE1(op == ARGMAX ? (float)at : v, Y + col);
+  for (int i = 0; i < M; ++i) combine(op, &v, &at, kf_load(X + (long)i * N + col), i);
+  kf_store(op == ARGMAX ? (float)at : v, Y + col);
 }
 
 #define KF_REDUCE(op, OP)                                                                    \

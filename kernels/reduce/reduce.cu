@@ -7,24 +7,9 @@
 //
 // Parameters (all #defines):
 //   THREADS  threads per block (a multiple of 32)
-#if defined(KF_DTYPE_FP16)
-#include <cuda_fp16.h>
-typedef __half T;
-__device__ __forceinline__ float to_f32(T x) { return __half2float(x); }
-__device__ __forceinline__ T from_f32(float x) { return __float2half_rn(x); }
-#elif defined(KF_DTYPE_BF16)
-#include <cuda_bf16.h>
-typedef __nv_bfloat16 T;
-__device__ __forceinline__ float to_f32(T x) { return __bfloat162float(x); }
-__device__ __forceinline__ T from_f32(float x) { return __float2bfloat16_rn(x); }
-#else
-typedef float T;
-__device__ __forceinline__ float to_f32(T x) { return x; }
-__device__ __forceinline__ T from_f32(float x) { return x; }
-#endif
+typedef kf_storage T;  // the dtype's storage type (the prelude's)
 
 #define WARPS (THREADS / 32)
-#define KF_NEG_INF (-__int_as_float(0x7f800000))  // NVRTC has no math.h for INFINITY
 enum Op { kSum, kMax, kArgmax };
 
 template <int O>
@@ -41,7 +26,7 @@ __device__ __forceinline__ void reduce_row(const T* __restrict__ X, T* __restric
   const T* x = X + (long long)blockIdx.x * N;
   float v = O == kSum ? 0.0f : KF_NEG_INF;
   int at = 0x7fffffff;
-  for (int j = tid; j < N; j += THREADS) combine<O>(v, at, to_f32(x[j]), j);
+  for (int j = tid; j < N; j += THREADS) combine<O>(v, at, kf_to_f32(x[j]), j);
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)
     combine<O>(v, at, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, at, o));
@@ -49,7 +34,7 @@ __device__ __forceinline__ void reduce_row(const T* __restrict__ X, T* __restric
   __syncthreads();
   if (tid == 0) {
     for (int w = 1; w < WARPS; ++w) combine<O>(v, at, sv[w], sat[w]);
-    Y[blockIdx.x] = from_f32(O == kArgmax ? (float)at : v);
+    Y[blockIdx.x] = kf_from_f32(O == kArgmax ? (float)at : v);
   }
 }
 
@@ -59,8 +44,8 @@ __device__ __forceinline__ void reduce_col(const T* __restrict__ X, T* __restric
   if (col >= N) return;
   float v = O == kSum ? 0.0f : KF_NEG_INF;
   int at = 0x7fffffff;
-  for (int i = 0; i < M; ++i) combine<O>(v, at, to_f32(X[(long long)i * N + col]), i);
-  Y[col] = from_f32(O == kArgmax ? (float)at : v);
+  for (int i = 0; i < M; ++i) combine<O>(v, at, kf_to_f32(X[(long long)i * N + col]), i);
+  Y[col] = kf_from_f32(O == kArgmax ? (float)at : v);
 }
 
 #define KF_REDUCE(op, O)                                                                     \

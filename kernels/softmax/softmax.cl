@@ -11,24 +11,7 @@
 // dtype (one of): KF_DTYPE_FP32, KF_DTYPE_FP16 (half storage), KF_DTYPE_BF16 (ushort storage);
 // the arithmetic is float throughout.
 
-#if defined(KF_DTYPE_FP16)
-typedef half T;
-#define LOAD1(p) vload_half(0, (p))
-#define STORE1(v, p) vstore_half_rte((v), 0, (p))
-#elif defined(KF_DTYPE_BF16)
-typedef ushort T;
-#define LOAD1(p) as_float((uint)(*(p)) << 16)
-inline ushort f32_to_bf16(float f) {  // round to nearest even; a NaN stays a (quiet) NaN
-  const uint x = as_uint(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40u);
-  return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-#define STORE1(v, p) (*(p) = f32_to_bf16(v))
-#else
-typedef float T;
-#define LOAD1(p) (*(p))
-#define STORE1(v, p) (*(p) = (v))
-#endif
+typedef kf_storage T;  // the dtype's storage type (the prelude's)
 
 // The group's combination of one value per work-item (op: 0 max, 1 sum), in every work-item.
 inline float group_reduce(float v, int op, __local float* red) {
@@ -54,14 +37,14 @@ void softmax(__global const T* X, __global T* Y, int M, int N) {
 
   float m = -INFINITY;
   for (int j = lid * VEC; j < N; j += WG * VEC)
-    for (int e = 0; e < VEC && j + e < N; ++e) m = fmax(m, LOAD1(x + j + e));
+    for (int e = 0; e < VEC && j + e < N; ++e) m = fmax(m, kf_load(x + j + e));
   m = group_reduce(m, 0, red);
 
   float s = 0.0f;
   for (int j = lid * VEC; j < N; j += WG * VEC)
-    for (int e = 0; e < VEC && j + e < N; ++e) s += exp(LOAD1(x + j + e) - m);
+    for (int e = 0; e < VEC && j + e < N; ++e) s += exp(kf_load(x + j + e) - m);
   const float inv = 1.0f / group_reduce(s, 1, red);
 
   for (int j = lid * VEC; j < N; j += WG * VEC)
-    for (int e = 0; e < VEC && j + e < N; ++e) STORE1(exp(LOAD1(x + j + e) - m) * inv, y + j + e);
+    for (int e = 0; e < VEC && j + e < N; ++e) kf_store(exp(kf_load(x + j + e) - m) * inv, y + j + e);
 }

@@ -9,26 +9,9 @@
 // Parameters (all #defines):
 //   THREADS  threads per block (a multiple of 32, at most 1024)
 //   UNROLL   unroll factor of the strided loops (loads in flight per thread)
-#if defined(KF_DTYPE_FP16)
-#include <cuda_fp16.h>
-typedef __half T;
-__device__ __forceinline__ float to_f32(T x) { return __half2float(x); }
-__device__ __forceinline__ T from_f32(float x) { return __float2half_rn(x); }
-#elif defined(KF_DTYPE_BF16)
-#include <cuda_bf16.h>
-typedef __nv_bfloat16 T;
-__device__ __forceinline__ float to_f32(T x) { return __bfloat162float(x); }
-__device__ __forceinline__ T from_f32(float x) { return __float2bfloat16_rn(x); }
-#else
-typedef float T;
-__device__ __forceinline__ float to_f32(T x) { return x; }
-__device__ __forceinline__ T from_f32(float x) { return x; }
-#endif
+typedef kf_storage T;  // the dtype's storage type (the prelude's)
 
 #define WARPS (THREADS / 32)
-#define KF_NEG_INF (-__int_as_float(0x7f800000))  // NVRTC has no math.h for INFINITY
-#define KF_STR(x) #x
-#define KF_UNROLL(n) _Pragma(KF_STR(unroll n))
 
 // The block's max (op 0) or sum (op 1) of one value per thread, in every thread; combined in
 // the same order in every thread.
@@ -55,14 +38,14 @@ softmax(const T* __restrict__ X, T* __restrict__ Y, int M, int N) {
 
   float m = KF_NEG_INF;
 KF_UNROLL(UNROLL)
-  for (int j = tid; j < N; j += THREADS) m = fmaxf(m, to_f32(x[j]));
+  for (int j = tid; j < N; j += THREADS) m = fmaxf(m, kf_to_f32(x[j]));
   m = block_reduce(m, 0, partial);
 
   float s = 0.0f;
 KF_UNROLL(UNROLL)
-  for (int j = tid; j < N; j += THREADS) s += expf(to_f32(x[j]) - m);
+  for (int j = tid; j < N; j += THREADS) s += expf(kf_to_f32(x[j]) - m);
   const float inv = 1.0f / block_reduce(s, 1, partial);
 
 KF_UNROLL(UNROLL)
-  for (int j = tid; j < N; j += THREADS) y[j] = from_f32(expf(to_f32(x[j]) - m) * inv);
+  for (int j = tid; j < N; j += THREADS) y[j] = kf_from_f32(expf(kf_to_f32(x[j]) - m) * inv);
 }

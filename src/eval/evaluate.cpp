@@ -207,7 +207,7 @@ void run_gates(const EvalRequest& req, Backend& backend, EvalResult& r) {
   const LaunchGeometry geometry = k.geometry(r.params, req.sizes);
   std::shared_ptr<Module> module;
   try {
-    module = backend.compile(k.source, k.entry, defines_for(r.params, req.dtype));
+    module = backend.compile(k.source, k.entry, defines_for(r.params, req.dtype), k.source_path);
   } catch (const CompileError& e) {
     r.disposition = Disposition::compile_error;
     r.error = e.what();

@@ -113,6 +113,21 @@ TEST(CudaBackend, SyntaxErrorGivesCompileErrorWithTheLog) {
   }
 }
 
+// The prelude (src/backend/cuda/prelude.cuh) stands in front of every source, yet NVRTC's
+// messages name the kernel's file and its own line, and its helpers need no include.
+TEST(CudaBackend, CompileErrorNamesTheKernelFileAndItsOwnLine) {
+  auto b = make_backend("cuda");
+  const std::string src =
+      "// line 1\nextern \"C\" __global__ void k(kf_storage* x) {\n  x[0] = undeclared_kf;\n}\n";
+  try {
+    (void)b->compile(src, "k", {{"KF_DTYPE_BF16", "1"}}, "kernels/demo/broken.cu");
+    FAIL() << "an undeclared name compiled";
+  } catch (const CompileError& e) {
+    EXPECT_NE(e.log.find("kernels/demo/broken.cu(3)"), std::string::npos) << e.log;
+    EXPECT_EQ(e.log.find("kf_storage"), std::string::npos) << e.log;  // the prelude's type is known
+  }
+}
+
 TEST(CudaBackend, MissingEntryGivesCompileError) {
   auto b = make_backend("cuda");
   try {

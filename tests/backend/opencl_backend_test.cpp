@@ -1,15 +1,24 @@
 // The opencl backend: compiles and runs a kernel timed by its own events, reports build errors
 // with the driver's log, refuses a missing entry and an oversized work-group, and caches
-// program binaries. Every test skips itself on a machine without an OpenCL device.
+// program binaries. Its prelude (src/backend/opencl/prelude.cl, in front of every kernel)
+// converts exactly as the host (kforge/dtype.hpp) at every vector width, and a compile error
+// still names the kernel's file and its own line, through the backend and through an
+// evaluation. Every test skips itself on a machine without an OpenCL device.
 #ifdef KFORGE_WITH_OPENCL
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "kforge/backend.hpp"
+#include "kforge/dtype.hpp"
 #include "kforge/error.hpp"
+#include "kforge/evaluate.hpp"
 #include "test_util.hpp"
 
 namespace kforge {
@@ -104,6 +113,128 @@ TEST(OpenClBackend, ZeroByteBufferIsUsable) {
   EXPECT_EQ(buf->bytes(), 0u);
   b->write(*buf, nullptr, 0);
   b->read(*buf, nullptr, 0);
+}
+
+// Stores each float of x in the dtype's storage, once one element at a time (kf_store) and once
+// VEC at a time (KF_STOREN from a KF_VLOAD), and reads both back as floats (kf_load, KF_LOADN).
+constexpr const char* kRoundTrip = R"(
+__kernel void round_trip(__global const float* x, __global kf_storage* s1, __global kf_storage* sv,
+                         __global float* back1, __global float* backv) {
+  const int i = get_global_id(0);
+  kf_store(x[i], s1 + i);
+  back1[i] = kf_load(s1 + i);
+  if (i % VEC == 0) {
+    KF_STOREN(VEC, KF_VLOAD(VEC, x + i), sv + i);
+    const KF_FLOATN(VEC) v = KF_LOADN(VEC, sv + i);
+    KF_VSTORE(VEC, v, backv + i);
+  }
+}
+)";
+
+std::vector<float> awkward_floats() {
+  std::vector<float> v;
+  // bf16: ties to even, just past, just short; overflow to infinity, infinities; NaNs with low
+  // payloads (truncated they would be infinities), tiny, -0; fp16: tie, subnormals, overflow.
+  for (const std::uint32_t bits :
+       {0x3f808000u, 0x3f818000u, 0x3f808001u, 0x3f817fffu, 0x7f7fffffu, 0xff7fffffu,
+        0x7f800000u, 0xff800000u, 0x7f800001u, 0xffc00001u, 0x00000001u, 0x80000000u,
+        0x3f801000u, 0x387fc000u, 0x33800000u, 0x477ff000u})
+    v.push_back(std::bit_cast<float>(bits));
+  for (int i = 0; i < 16; ++i)  // ordinary values of both signs over a range of exponents
+    v.push_back(std::ldexp(1.0f + 0.0371f * i, i - 8) * (i % 2 ? -1.0f : 1.0f));
+  return v;
+}
+
+std::uint32_t expected_bits(DType t, float f) {
+  switch (t) {
+    case DType::fp16: return fp32_to_fp16(f);
+    case DType::bf16: return fp32_to_bf16(f);
+    default: return std::bit_cast<std::uint32_t>(f);
+  }
+}
+
+std::uint32_t bits_at(const std::vector<unsigned char>& bytes, std::size_t size, std::size_t i) {
+  std::uint32_t v = 0;
+  for (std::size_t b = 0; b < size; ++b) v |= std::uint32_t(bytes[i * size + b]) << (8 * b);
+  return v;
+}
+
+TEST(OpenclPrelude, StoresAndLoadsRoundAsTheHostAtEveryVectorWidth) {
+  SKIP_WITHOUT_DEVICE(b);
+  const std::vector<float> x = awkward_floats();
+  const std::size_t n = x.size();  // 32: a multiple of every width
+  for (const DType t : {DType::fp32, DType::fp16, DType::bf16})
+    for (const int vec : {1, 2, 4, 8, 16}) {
+      const std::string tag = std::string(dtype_name(t)) + " VEC=" + std::to_string(vec);
+      SCOPED_TRACE(tag);
+      std::string D = "KF_DTYPE_" + std::string(dtype_name(t));
+      for (char& c : D) c = static_cast<char>(std::toupper(c));
+      auto m = b->compile(kRoundTrip, "round_trip", {{D, "1"}, {"VEC", std::to_string(vec)}});
+      const std::size_t size = dtype_size(t);
+      auto xb = b->alloc(n * 4), s1 = b->alloc(n * size), sv = b->alloc(n * size);
+      auto back1 = b->alloc(n * 4), backv = b->alloc(n * 4);
+      b->write(*xb, x.data(), n * 4);
+      const Arg args[] = {Arg::buf(*xb), Arg::buf(*s1), Arg::buf(*sv), Arg::buf(*back1),
+                          Arg::buf(*backv)};
+      b->run(*m, {{static_cast<std::int64_t>(n), 1, 1}, {1, 1, 1}}, args);
+      std::vector<unsigned char> got1(n * size), gotv(n * size);
+      std::vector<float> f1(n), fv(n);
+      b->read(*s1, got1.data(), got1.size());
+      b->read(*sv, gotv.data(), gotv.size());
+      b->read(*back1, f1.data(), n * 4);
+      b->read(*backv, fv.data(), n * 4);
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint32_t want = expected_bits(t, x[i]);
+        std::vector<double> decoded(1);
+        decode(t, &want, decoded);  // little-endian: the low bytes hold a 16-bit pattern
+        SCOPED_TRACE("x = " + std::to_string(x[i]) + " (bits " +
+                     std::to_string(std::bit_cast<std::uint32_t>(x[i])) + ")");
+        for (const auto& [bits, back] : {std::pair{bits_at(got1, size, i), f1[i]},
+                                         std::pair{bits_at(gotv, size, i), fv[i]}}) {
+          if (std::isnan(decoded[0])) {  // any quiet NaN will do: the payload is not specified
+            EXPECT_TRUE(std::isnan(back)) << back;
+            continue;
+          }
+          EXPECT_EQ(bits, want);
+          EXPECT_EQ(std::bit_cast<std::uint32_t>(back),
+                    std::bit_cast<std::uint32_t>(static_cast<float>(decoded[0])));
+        }
+      }
+    }
+}
+
+// Line 3 of the kernel is wrong; the prelude in front of it has dozens of lines.
+constexpr const char* kBroken =
+    "// a kernel with an error on line 3\n"
+    "__kernel void broken(__global float* x) {\n"
+    "  x[0] = undeclared_name_kf;\n"
+    "}\n";
+
+TEST(OpenclPrelude, CompileErrorNamesTheKernelFileAndItsOwnLine) {
+  SKIP_WITHOUT_DEVICE(b);
+  try {
+    (void)b->compile(kBroken, "broken", {}, "kernels/demo/broken.cl");
+    FAIL() << "expected CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_NE(e.log.find("kernels/demo/broken.cl:3:"), std::string::npos) << e.log;
+    EXPECT_NE(std::string(e.what()).find("broken.cl:3:"), std::string::npos) << e.what();
+  }
+}
+
+TEST(OpenclPrelude, EvaluationOfABrokenSourceNamesItsFileAndLine) {
+  SKIP_WITHOUT_DEVICE(b);
+  const nlohmann::json spec = {{"name", "broken"}, {"problem", "gemm"}, {"lang", "opencl"},
+                               {"entry", "broken"}, {"dtypes", {"fp32"}},
+                               {"grid", {"1"}},     {"block", {"1"}}};
+  EvalRequest req;
+  req.problem = "gemm";
+  req.kernel = KernelSpec::from_json_with_source(spec, kBroken);
+  req.kernel.source_path = "my/broken_gemm.cl";
+  req.sizes = {{"M", 3}, {"N", 5}, {"K", 7}};
+  req.backend = "opencl";
+  const EvalResult r = evaluate(req, *b);
+  ASSERT_EQ(r.disposition, Disposition::compile_error) << r.error;
+  EXPECT_NE(r.compile_log.find("my/broken_gemm.cl:3:"), std::string::npos) << r.compile_log;
 }
 
 }  // namespace

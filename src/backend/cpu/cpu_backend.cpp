@@ -80,7 +80,7 @@ class CpuBackend final : public Backend {
   }
 
   std::shared_ptr<Module> compile(const std::string& source, const std::string& entry,
-                                  const Defines& defines) override {
+                                  const Defines& defines, const std::string& /*source_name*/) override {
     std::vector<std::string> argv{compiler()};
     for (const char* f : kFlags) argv.emplace_back(f);
     for (const auto& [k, v] : defines) argv.push_back("-D" + k + "=" + v);

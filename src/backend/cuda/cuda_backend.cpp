@@ -131,8 +131,8 @@ class CudaBackend final : public Backend {
   }
 
   std::shared_ptr<Module> compile(const std::string& source, const std::string& entry,
-                                  const Defines& defines) override {
-    cuda::Cubin cubin = cuda::compile_cubin(source, entry, defines, arch_);
+                                  const Defines& defines, const std::string& source_name) override {
+    cuda::Cubin cubin = cuda::compile_cubin(source, entry, defines, arch_, source_name);
     auto m = std::make_shared<CudaModule>();
     m->compile_s = cubin.compile_s;
     m->log = std::move(cubin.log);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "backend/with_prelude.hpp"
 #include "kforge/error.hpp"
 #include "kforge/util.hpp"
 
@@ -43,8 +44,11 @@ std::string nvrtc_version() {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
-Cubin compile_cubin(const std::string& source, const std::string& entry, const Defines& defines,
-                    const std::string& arch) {
+Cubin compile_cubin(const std::string& kernel_source, const std::string& entry,
+                    const Defines& defines, const std::string& arch,
+                    const std::string& source_name) {
+  const std::string source =
+      with_prelude("src/backend/cuda/prelude.cuh", kernel_source, source_name, "kernel.cu");
   const std::vector<std::string> opts = options(defines, arch);
   std::string key = "nvrtc " + nvrtc_version() + '\0' + entry + '\0' + source;
   for (const auto& o : opts) key += '\0' + o;

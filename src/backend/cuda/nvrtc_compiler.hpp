@@ -14,10 +14,13 @@ struct Cubin {
   double compile_s = 0;    // 0 when it came from the cache
 };
 
-// Compiles `source` for `arch` ("sm_90") with `defines`; the entry must be a kernel the source
-// defines. Throws CompileError with NVRTC's log.
+// Compiles `source`, behind the CUDA prelude (src/backend/cuda/prelude.cuh), for `arch`
+// ("sm_90") with `defines`; the entry must be a kernel the source defines. NVRTC's messages name
+// `source_name` (the kernel's file; "kernel.cu" when empty) and the kernel's own lines. Throws
+// CompileError with NVRTC's log.
 [[nodiscard]] Cubin compile_cubin(const std::string& source, const std::string& entry,
-                                  const Defines& defines, const std::string& arch);
+                                  const Defines& defines, const std::string& arch,
+                                  const std::string& source_name = {});
 
 [[nodiscard]] std::string nvrtc_version();  // "13.0"
 

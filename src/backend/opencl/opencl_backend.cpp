@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "backend/opencl/cl_errors.hpp"
+#include "backend/with_prelude.hpp"
 #include "kforge/backend.hpp"
 #include "kforge/error.hpp"
 #include "kforge/util.hpp"
@@ -244,9 +245,11 @@ class OpenClBackend final : public Backend {
           "clEnqueueReadBuffer");
   }
 
-  std::shared_ptr<Module> compile(const std::string& source, const std::string& entry,
-                                  const Defines& defines) override {
+  std::shared_ptr<Module> compile(const std::string& kernel_source, const std::string& entry,
+                                  const Defines& defines, const std::string& source_name) override {
     const std::shared_ptr<Device> d = need();
+    const std::string source =
+        with_prelude("src/backend/opencl/prelude.cl", kernel_source, source_name, "kernel.cl");
     std::string options = "-cl-std=CL1.2";
     for (const auto& [k, v] : defines) options += " -D " + k + "=" + v;
     const auto path = cache_dir("opencl") /
