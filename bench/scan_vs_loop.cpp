@@ -73,7 +73,8 @@ struct Row {
 // The streams loop: `reads` input arrays and one output of batch*time floats; blocks of `lanes`
 // sequences (one contiguous range of every array) handed out by an atomic counter to `threads`
 // threads, each walked forward or backward 16 floats at a time; out = the sum of the inputs,
-// stored with streaming stores (SSE: every x86-64 has them). Returns the best of `reps` timings.
+// stored with streaming stores (SSE: every x86-64 has them). Returns the median of `reps`
+// timings (kforge's time is a median too: a best-of would flatter the loop on a busy machine).
 class Streams {
  public:
   Streams(int reads, std::int64_t batch, std::int64_t time, int lanes, bool backward, int threads)
@@ -86,8 +87,8 @@ class Streams {
     std::fill(out_.get(), out_.get() + n_, 0.0f);
   }
   double bytes() const { return 4.0 * n_ * (in_.size() + 1); }
-  double best_seconds(int reps) {
-    double best = 1e300;
+  double median_seconds(int reps) {
+    std::vector<double> s;
     for (int r = 0; r < reps; ++r) {
       std::atomic<std::int64_t> next{0};
       const auto t0 = std::chrono::steady_clock::now();
@@ -95,9 +96,9 @@ class Streams {
       for (int w = 1; w < threads_; ++w) pool.emplace_back([&] { work(next); });
       work(next);
       for (auto& t : pool) t.join();
-      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
-    return best;
+    return median(s);
   }
 
  private:
@@ -184,7 +185,7 @@ Row run_shape(Backend& backend, const std::string& name, std::int64_t batch, std
   }
   base.baseline = true;
   for (int r = 0; r < rounds; ++r) {
-    if (pattern) row.streams_gbs.push_back(pattern->bytes() / pattern->best_seconds(5) * 1e-9);
+    if (pattern) row.streams_gbs.push_back(pattern->bytes() / pattern->median_seconds(7) * 1e-9);
     const EvalResult e = evaluate(base, backend);
     if (!e.passed() || !e.timing || !e.baseline) throw std::runtime_error("round failed: " + e.error);
     row.ratios.push_back(e.speedup());
