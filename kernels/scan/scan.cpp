@@ -46,6 +46,9 @@ typedef float T;
 #ifndef LANES
 #define LANES 1
 #endif
+#ifndef PF
+#define PF 0
+#endif
 #ifndef STREAM_MB
 #define STREAM_MB 8
 #endif
@@ -197,6 +200,7 @@ static inline void run_steps(const E& e, int s, int time, int c0, int c1, bool s
   const int last = REVERSE ? 0 : VEC - 1;  // the lane that ends a vector in scan order
   auto vector = [&](int t, auto at_end) __attribute__((always_inline)) {
     V a, c;
+    if constexpr (PF > 0) e.prefetch(base + t + (REVERSE ? -PF : PF));
     e.template vstep<decltype(at_end)::value>(base + t, s, a, c);
     prefix<REVERSE>(a, c);
     if constexpr (STORE) store(e.dst + base + t, e.vout(base + t, a * X + c), stream);
@@ -247,7 +251,8 @@ static void scan_block(const kf_ctx& ctx, const E& e, int batch, int time) {
   const bool stream = (long long)batch * time * (long long)sizeof(T) >= (long long)STREAM_MB << 20;
   float x[LANES] = {};  // the value entering each sequence's chunk
   if (nchunks == 1) {
-    for (int l = 0; l < lanes; ++l) {
+    for (int j = 0; j < lanes; ++j) {
+      const int l = REVERSE ? lanes - 1 - j : j;
       float A = 1.0f;
       x[l] = e.init(s0 + l);
       run_steps<REVERSE, true>(e, s0 + l, time, c0, c1, stream, A, x[l]);
@@ -288,6 +293,7 @@ static inline float next_v(const T* v, const T* boot, long long i, int s, int t,
 struct Linear {  // x[t] = a[t]*x[t-1 or t+1] + b[t], entering value 0
   const T *a, *b;
   T* dst;
+  void prefetch(long long i) const { __builtin_prefetch(a + i); __builtin_prefetch(b + i); }
   float init(int) const { return 0.0f; }
   void step(long long i, int, int, float& ai, float& ci) const { ai = a[i], ci = b[i]; }
   template <bool>
@@ -300,6 +306,7 @@ struct DiscountedReturn {  // G[t] = r[t] + gamma*(1-done[t])*G[t+1], G[time] = 
   const T *r, *done, *boot;
   T* dst;
   float gamma;
+  void prefetch(long long i) const { __builtin_prefetch(r + i); __builtin_prefetch(done + i); }
   float init(int s) const { return boot[s]; }
   void step(long long i, int, int, float& a, float& c) const {
     a = gamma * (1.0f - done[i]), c = r[i];
@@ -317,6 +324,7 @@ struct Gae {  // A[t] = delta[t] + gamma*lambda*(1-done[t])*A[t+1], A[time] = 0
   T* dst;
   float gamma, lambda;
   int time;
+  void prefetch(long long i) const { __builtin_prefetch(r + i); __builtin_prefetch(v + i); __builtin_prefetch(done + i); }
   float init(int) const { return 0.0f; }
   void step(long long i, int s, int t, float& a, float& c) const {
     const float g = gamma * (1.0f - done[i]);
@@ -338,6 +346,7 @@ struct TdLambda {  // G[t] = r[t] + gamma*(1-done[t])*((1-lambda)*V[t+1] + lambd
   T* dst;
   float gamma, lambda;
   int time;
+  void prefetch(long long i) const { __builtin_prefetch(r + i); __builtin_prefetch(v + i); __builtin_prefetch(done + i); }
   float init(int s) const { return boot[s]; }
   void step(long long i, int s, int t, float& a, float& c) const {
     const float g = gamma * (1.0f - done[i]);
@@ -359,6 +368,7 @@ struct VTrace {  // x = vs - V: x[t] = rho*(r + g*V[t+1] - V[t]) + g*c*x[t+1], g
   T* dst;
   float gamma, lambda, rho_bar, c_bar;
   int time;
+  void prefetch(long long i) const { __builtin_prefetch(r + i); __builtin_prefetch(v + i); __builtin_prefetch(done + i); __builtin_prefetch(ratio + i); }
   float init(int) const { return 0.0f; }
   void step(long long i, int s, int t, float& a, float& c) const {
     const float g = gamma * (1.0f - done[i]), w = ratio[i];
@@ -383,6 +393,7 @@ struct OffPolicyQ {
   T* dst;
   float gamma, lambda;
   int time;
+  void prefetch(long long i) const { __builtin_prefetch(r + i); __builtin_prefetch(q + i); __builtin_prefetch(eq + i); __builtin_prefetch(done + i); __builtin_prefetch(w + i); }
   float init(int) const { return 0.0f; }
   void step(long long i, int s, int t, float& a, float& c) const {
     const float g = gamma * (1.0f - done[i]);
@@ -446,34 +457,44 @@ static void tree_backup(const kf_ctx& c, const T* r, const T* q, const T* eq, co
                    batch, time);
 }
 
-// n-step returns are a windowed sum, not a recurrence (README.md): block (bx, s) writes steps
-// [bx*CHUNK, +CHUNK) of sequence s, each from its own window of min(n, time-t) steps; the
-// windows are independent, so VEC of them are summed at once.
+// n-step returns are a windowed sum, not a recurrence (README.md): block (bx, by) writes steps
+// [bx*CHUNK, +CHUNK) of sequences [by*LANES, +LANES) (one contiguous range of memory when a chunk
+// is the whole sequence: long streams for the prefetcher), each step from its own window of
+// min(n, time-t) steps; the windows are independent, so VEC of them are summed at once.
 static void nstep(const kf_ctx& ctx, const T* r, const T* v, const T* done, const T* boot, T* ret,
                   int batch, int time, int n, float gamma) {
-  const int s = (int)ctx.block_idx.y, t0 = (int)ctx.block_idx.x * CHUNK;
-  const int t1 = time - t0 < CHUNK ? time : t0 + CHUNK;
-  const T *rs = r + (long long)s * time, *vs = v + (long long)s * time, *ds = done + (long long)s * time;
-  int t = t0;
-  // Whole windows (V[t+n] inside the sequence), VEC outputs at once: lane j sums the window of
-  // step t+j in the same order as the loop below.
-  for (; t + VEC <= t1 && t + VEC - 1 + n < time; t += VEC) {
-    V g = V{}, discount = splat(1.0f);
-    for (int k = 0; k < n; ++k) {
-      g += discount * load(rs + t + k);
-      discount *= gamma * (1.0f - load(ds + t + k));
+  const int s0 = (int)ctx.block_idx.y * LANES, t0 = (int)ctx.block_idx.x * CHUNK;
+  const int s1 = batch - s0 < LANES ? batch : s0 + LANES, t1 = time - t0 < CHUNK ? time : t0 + CHUNK;
+  const bool stream = (long long)batch * time * (long long)sizeof(T) >= (long long)STREAM_MB << 20;
+  for (int s = s0; s < s1; ++s) {
+    const long long base = (long long)s * time;
+    // Streaming stores need whole aligned vectors: t steps by VEC from a multiple of CHUNK, so a
+    // sequence's vectors are either all aligned or none is.
+    const bool aligned = (std::uintptr_t)(ret + base + t0) % sizeof(V) == 0;
+    const T *rs = r + base, *vs = v + base, *ds = done + base;
+    int t = t0;
+    // Whole windows (V[t+n] inside the sequence), VEC outputs at once: lane j sums the window of
+    // step t+j in the same order as the loop below.
+    for (; t + VEC <= t1 && t + VEC - 1 + n < time; t += VEC) {
+      if constexpr (PF > 0) __builtin_prefetch(rs + t + PF), __builtin_prefetch(vs + t + PF), __builtin_prefetch(ds + t + PF);
+      V g = V{}, discount = splat(1.0f);
+      for (int k = 0; k < n; ++k) {
+        g += discount * load(rs + t + k);
+        discount *= gamma * (1.0f - load(ds + t + k));
+      }
+      store(ret + base + t, g + discount * load(vs + t + n), stream && aligned);
     }
-    store(ret + (long long)s * time + t, g + discount * load(vs + t + n), false);
-  }
-  for (; t < t1; ++t) {
-    const int h = time - t < n ? time - t : n;
-    float g = 0.0f, discount = 1.0f;
-    for (int k = 0; k < h; ++k) {
-      g += discount * rs[t + k];
-      discount *= gamma * (1.0f - ds[t + k]);
+    for (; t < t1; ++t) {
+      const int h = time - t < n ? time - t : n;
+      float g = 0.0f, discount = 1.0f;
+      for (int k = 0; k < h; ++k) {
+        g += discount * rs[t + k];
+        discount *= gamma * (1.0f - ds[t + k]);
+      }
+      ret[base + t] = g + discount * (t + h < time ? vs[t + h] : boot[s]);
     }
-    ret[(long long)s * time + t] = g + discount * (t + h < time ? vs[t + h] : boot[s]);
   }
+  if (stream) _mm_sfence();
 }
 
 KF_KERNEL(scan_linear, linear)

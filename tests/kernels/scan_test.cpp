@@ -41,7 +41,10 @@ TEST(ScanCpu, EveryProblemPassesAtOddShapes) {
   auto backend = make_backend("cpu");
   const Case cases[] = {
       {1, 1, {}},
-      {7, 301, {}},  // one chunk per sequence, one pass; a block of 3 sequences (LANES 4)
+      {7, 301, {}},  // one chunk per sequence, one pass; one block of all 7 sequences (LANES 32)
+      // 5 blocks of 8 sequences, the last of 5 (reverse scans walk them last to first);
+      // vector-aligned sequences (48 steps) with streamed outputs; prefetches past both ends
+      {37, 48, {{"LANES", 8}, {"PF", 256}, {"STREAM_MB", 0}}},
       // 5 chunks of 64 chained per pair of sequences, 8-wide vectors (the defaults: 16), streamed
       // outputs: chunks with unaligned heads and partial tails
       {5, 257, {{"CHUNK", 64}, {"LANES", 2}, {"PAR", 16}, {"VEC", 8}, {"STREAM_MB", 0}}},
@@ -69,6 +72,10 @@ TEST(ScanCpu, NStepPassesAtOddLookaheadsAndChunks) {
     const EvalResult r = evaluate(req, *backend);
     EXPECT_TRUE(r.passed()) << "n=" << n << ": " << r.error;
   }
+  // Blocks of 2 and 4 sequences, the last of 1; streamed outputs where a sequence is vector-aligned
+  // (time 64), plain ones where it is not (time 67); 8-wide vectors and prefetches.
+  expect_passes(*backend, "scan.nstep", {5, 64, {{"LANES", 2}, {"STREAM_MB", 0}, {"VEC", 8}}});
+  expect_passes(*backend, "scan.nstep", {5, 67, {{"LANES", 4}, {"CHUNK", 64}, {"STREAM_MB", 0}, {"PF", 512}}});
 }
 
 TEST(ScanOpenCl, EveryProblemPassesAtOddShapes) {
