@@ -66,19 +66,23 @@ static void sweep(const T* xn, float& next_max, const T* x, float mx, float& sum
   for (int a = 0; a < ACC; ++a) m[a] = kf_splat(kNegInf), s[a] = (vf){};
   // Position j, accumulator a; r < KF_VW: the row's tail (r elements).
   auto at = [&](long long j, int a, int r) {
+    // Every load before every store of position j: a load after a store whose address has
+    // the same low 12 bits (X and Y rows are often 4 KiB multiples apart) waits for it.
+    vf xv, ev;
     if constexpr (kNext) {
       if constexpr (PF > 0) __builtin_prefetch(xn + j + PF);
       m[a] = kf_max(m[a], r == KF_VW ? kf_load(xn + j) : kf_load_part(xn + j, r, kNegInf));
     }
-    if constexpr (kPrev) {  // read e[j] before kThis overwrites it
-      const vf y = *(const vf*)(e + j) * scale;
-      if (r == KF_VW) put_v(yp + j, y);
-      else kf_store_part(yp + j, r, y);
-    }
+    if constexpr (kThis) xv = r == KF_VW ? kf_load(x + j) : kf_load_part(x + j, r, kNegInf);
+    if constexpr (kPrev) ev = *(const vf*)(e + j);  // e[j] before kThis overwrites it
     if constexpr (kThis) {
-      const vf v = kf_exp((r == KF_VW ? kf_load(x + j) : kf_load_part(x + j, r, kNegInf)) - mx);
+      const vf v = kf_exp(xv - mx);
       *(vf*)(e + j) = v;
       s[a] += v;
+    }
+    if constexpr (kPrev) {
+      if (r == KF_VW) put_v(yp + j, ev * scale);
+      else kf_store_part(yp + j, r, ev * scale);
     }
   };
   long long j = 0;
@@ -104,8 +108,11 @@ static void softmax_block(const kf_ctx& ctx, const T* X, T* Y, int M, int N) {
   const long long G = ctx.grid_dim.y, b = ctx.block_idx.y;
   const long long r0 = b * M / G, r1 = (b + 1) * M / G;
   if (r0 >= r1) return;
-  float* e = scratch(per + KF_VW);
   const T* x = X + r0 * N + j0;  // row i's chunk, i from r0
+  // e at half a page from x modulo 4 KiB, so e[j] and x[j] never alias in the low 12 bits.
+  float* const buf = scratch(per + KF_VW + 1024);
+  const unsigned long long off = (((unsigned long long)x - (unsigned long long)buf + 2048) & 4095) & ~63ull;
+  float* const e = buf + off / 4;
   float mx = kNegInf, next_mx = kNegInf, sum = 0, scale = 0;
   if (n > 0) sweep<true, false, false>(x, mx, nullptr, 0, sum, nullptr, 0, e, n);
   for (long long i = r0; i < r1; ++i, x += N) {
