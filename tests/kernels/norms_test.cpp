@@ -70,11 +70,12 @@ TEST(NormsCpu, LongRowsSplitAcrossFiveThreads) {
   }
 }
 
-// The cpu kernels stream each block's rows as a software pipeline (row i+1 read while row i is
-// computed and row i-1 written): blocks of several rows, uneven shares (67 rows over 16 blocks,
-// 131 over 16 with ROWS 64), rows that are not whole vectors, and the row split across 16
-// threads with two rows per block (each row's barrier inside the pipeline).
-TEST(NormsCpu, RowsPipelinedThroughLongBlocks) {
+// The cpu kernels give each block a run of rows (an even share; softmax streams it as a
+// software pipeline: row i+1 read while row i is computed and row i-1 written): blocks of
+// several rows, uneven shares (67 rows over 16 blocks, 131 over 16 with ROWS 64), rows that
+// are not whole vectors, and rows split across 16 threads with two rows per block (a row
+// barrier per row of the run).
+TEST(NormsCpu, RunsOfRowsPerBlockPass) {
   auto backend = make_backend("cpu");
   auto sixteen = make_backend("cpu", {.threads = 16});
   for (const char* problem : {"softmax", "rmsnorm", "layernorm"}) {
