@@ -31,7 +31,7 @@ def ensure_numpy(build):
         pass
     venv = os.path.join(build, "bench-venv")
     py = os.path.join(venv, "bin", "python")
-    if os.path.realpath(sys.executable) == os.path.realpath(py):
+    if os.path.realpath(sys.prefix) == os.path.realpath(venv):  # (its python may be a symlink)
         sys.exit("numpy is missing from " + venv)
     if not os.path.exists(py):
         subprocess.check_call([sys.executable, "-m", "venv", venv])

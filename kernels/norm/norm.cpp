@@ -1,9 +1,13 @@
 // rmsnorm and layernorm for the cpu backend (two entries, one body), row-major (M,N), any M, N:
 //   rmsnorm:   Y = X / sqrt(mean(X^2) + eps) * gamma
 //   layernorm: Y = (X - mean) / sqrt(var + eps) * gamma + beta
-// Each block owns ROWS rows. A row is read from memory once; its later passes re-read it from
-// L1/L2. layernorm is two-pass (the mean, then the sum of squared deviations from it: stable
-// where E[x^2] - E[x]^2 cancels), rmsnorm one pass (a sum of squares), then the output pass.
+// Each block owns a run of consecutive rows (an even share of M: at most ROWS rows, two
+// blocks per thread where M allows; see row_blocks), one long contiguous stream per thread.
+// A row is read from memory once; its later passes re-read it from L1/L2. (A software pipeline
+// across rows, as in softmax.cpp, measured no faster here: these kernels have little
+// arithmetic to hide.)
+// layernorm is two-pass (the mean, then the sum of squared deviations from it: stable where
+// E[x^2] - E[x]^2 cancels), rmsnorm one pass (a sum of squares), then the output pass.
 // All passes run on VW-float SIMD vectors with ACC independent accumulators; a row's tail is
 // a masked vector (padding 0, excluded from the deviations).
 //
@@ -16,7 +20,7 @@
 // Parameters (all #defines):
 //   VW     SIMD width in floats: 8 (AVX2), 16 (AVX-512), 0 = the widest the compiler targets
 //   ACC    independent vector accumulators per pass
-//   ROWS   rows per block
+//   ROWS   most rows per block
 //   SPLIT  most blocks that share one row (the grid's x; at most one per thread is used)
 //   NT     1: non-temporal stores of Y (where aligned), 0: plain stores
 //   PF     1: prefetch the next row during a row's output pass (its DRAM reads then overlap
@@ -35,6 +39,16 @@ static inline void put_v(T* p, vf v) {
 }
 
 // --- the kernel --------------------------------------------------------------------------------
+// How many of the grid's y blocks take rows: runs of at most ROWS rows, but at least two per
+// thread where M allows (the grid's y, max(ceil_div(M, ROWS), min(M, 64)), is an upper bound;
+// the rest return at once). Fewer, longer runs are longer streams; one row per block on a small
+// M costs more than it balances (16 x 4096 on 2 threads: 16 us with 16 blocks, 12 with 4).
+static inline long long row_blocks(const kf_ctx& ctx, long long M) {
+  const long long runs = (M + ROWS - 1) / ROWS, two_each = 2LL * ctx.workers;
+  const long long want = runs > two_each ? runs : two_each;
+  return want < ctx.grid_dim.y ? want : ctx.grid_dim.y;
+}
+
 #define STEP (KF_VW * ACC)
 
 // Sum of x[0:n) (kSquares: of (x - c)^2).
@@ -84,8 +98,12 @@ static void norm_block(const kf_ctx& ctx, const T* X, const T* G, const T* B, T*
   if (p >= P) return;
   const long long per = ((N + P - 1) / P + KF_VW - 1) / KF_VW * KF_VW;
   const long long j0 = p * per < N ? p * per : N, j1 = j0 + per < N ? j0 + per : N, n = j1 - j0;
-  const long long r0 = ctx.block_idx.y * (long long)ROWS;
-  for (long long i = r0; i < r0 + ROWS && i < M; ++i) {
+  // This block's rows: [r0, r1), an even share of M over the blocks in use.
+  const long long runs = row_blocks(ctx, M), b = ctx.block_idx.y;
+  if (b >= runs) return;
+  const long long r0 = b * M / runs, r1 = (b + 1) * M / runs;
+  if (r0 >= r1) return;
+  for (long long i = r0; i < r1; ++i) {
     const T* x = X + i * N + j0;
     // This chunk's (count, mean, sum of squared deviations); rmsnorm: mean 0.
     float mean = 0;
@@ -112,7 +130,8 @@ static void norm_block(const kf_ctx& ctx, const T* X, const T* G, const T* B, T*
   kf_fence();
 }
 
-static void rmsnorm_block(const kf_ctx& ctx, const T* X, const T* G, T* Y, int M, int N, float eps) {
+static void rmsnorm_block(const kf_ctx& ctx, const T* X, const T* G, T* Y, int M, int N,
+                          float eps) {
   norm_block<false>(ctx, X, G, nullptr, Y, M, N, eps);
 }
 static void layernorm_block(const kf_ctx& ctx, const T* X, const T* G, const T* B, T* Y, int M,

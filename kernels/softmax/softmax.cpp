@@ -1,23 +1,33 @@
 // softmax for the cpu backend: Y = exp(X - rowmax) / rowsum, row-major (M,N), any M, N >= 1.
-// Each block owns ROWS rows. A row is read from memory once: pass 1 finds its max, pass 2 sums
-// e = exp(x - max) and keeps e in a per-thread fp32 buffer (in L1/L2 for rows up to ~256K
-// elements), pass 3 writes e * (1/sum) in the storage type. All passes run on VW-float SIMD
-// vectors with ACC independent accumulators; the row's tail is a masked vector (padding -inf).
+// Each block owns a run of consecutive rows (an even share of M; see row_blocks) and streams
+// them as a software pipeline: one sweep over the row length does, at each position j,
+//   - the max of row i+1   (its only read from memory: one long contiguous read stream),
+//   - e = exp(x - max) of row i into a per-thread fp32 buffer, and its sum (row i is in L2,
+//     read by the previous sweep),
+//   - y = e * (1/sum) of row i-1, from the same buffer before this sweep overwrites it (the
+//     write stream, non-temporal).
+// So every sweep reads and writes memory at a steady rate while it computes the exps: memory
+// and arithmetic overlap. Three passes over each row, one read and one write of it in memory.
+// (The earlier form did max, exp and write one after the other per row: the exp pass ran with
+// memory idle and the two streaming passes with the arithmetic units idle, 0.59 of the DRAM
+// roof.) A block's first sweep only reads, its last only writes, so blocks should be long (ROWS).
+// All sweeps run on VW-float SIMD vectors with ACC independent accumulators; a row's tail is a
+// masked vector (padding -inf, so its e is 0).
 //
 // Few long rows (M < 2 x threads): up to SPLIT blocks share a row (grid x), each taking one
-// chunk. They exchange their partial (max, sum) through a slot in shared memory and wait for
-// each other (a row barrier), then each rescales its chunk by exp(max_p - max) / sum. The pool
-// hands out blocks in index order and a row's blocks are adjacent, so with at most one block
-// per thread sharing a row every block it waits for has a thread: no deadlock.
+// chunk of every row of its run. After each row's exp sweep they exchange their partial
+// (max, sum) through a slot in shared memory and wait for each other (a row barrier); each then
+// writes its chunk scaled by exp(max_p - max) / sum in the next sweep. The pool hands out
+// blocks in index order and a row's blocks are adjacent, so with at most one block per thread
+// sharing a row every block it waits for has a thread: no deadlock.
 //
 // Parameters (all #defines):
 //   VW     SIMD width in floats: 8 (AVX2), 16 (AVX-512), 0 = the widest the compiler targets
-//   ACC    independent vector accumulators per pass (hides the latency of max/add chains)
-//   ROWS   rows per block (short rows amortize the block's scheduling cost)
+//   ACC    independent vector accumulators per sweep (hides the latency of max/add chains)
+//   ROWS   most rows per block (small M still spreads over the threads: see row_blocks)
 //   SPLIT  most blocks that share one row (the grid's x; at most one per thread is used)
 //   NT     1: non-temporal stores of Y (where aligned), 0: plain stores
-//   PF     1: prefetch the next row during a row's exp pass (its DRAM reads then overlap this
-//          row's arithmetic), 0: leave it to the hardware
+//   PF     prefetch the row being read this many elements ahead (0: leave it to the hardware)
 #include <cstdlib>
 
 // The vector helpers (kf_vf, kf_load, kf_store_nt, kf_exp, kf_exchange, ...) are the cpu prelude's.
@@ -30,7 +40,6 @@ static inline void put_v(T* p, vf v) {
   else kf_store(p, v);
 }
 
-// --- the kernel --------------------------------------------------------------------------------
 static float* scratch(long long floats) {  // per thread, grown to the largest chunk seen
   static thread_local float* buf = nullptr;
   static thread_local long long cap = 0;
@@ -42,50 +51,58 @@ static float* scratch(long long floats) {  // per thread, grown to the largest c
   return buf;
 }
 
-#define STEP (KF_VW * ACC)
-
-// Max of x[0:n).
-static float chunk_max(const T* x, long long n) {
-  vf m[ACC];
-  for (int a = 0; a < ACC; ++a) m[a] = kf_splat(-__builtin_inff());
-  long long j = 0;
-  for (; j + STEP <= n; j += STEP)
-#pragma GCC unroll 16
-    for (int a = 0; a < ACC; ++a) m[a] = kf_max(m[a], kf_load(x + j + a * KF_VW));
-  for (; j + KF_VW <= n; j += KF_VW) m[0] = kf_max(m[0], kf_load(x + j));
-  if (j < n) m[0] = kf_max(m[0], kf_load_part(x + j, (int)(n - j), -__builtin_inff()));
-  for (int a = 1; a < ACC; ++a) m[0] = kf_max(m[0], m[a]);
-  return kf_hmax(m[0]);
+// How many of the grid's y blocks take rows: runs of at most ROWS rows, but at least two per
+// thread where M allows (the grid's y, max(ceil_div(M, ROWS), min(M, 64)), is an upper bound;
+// the rest return at once). Fewer, longer runs are longer streams; one row per block on a small
+// M costs more than it balances (16 x 4096 on 2 threads: 16 us with 16 blocks, 12 with 4).
+static inline long long row_blocks(const kf_ctx& ctx, long long M) {
+  const long long runs = (M + ROWS - 1) / ROWS, two_each = 2LL * ctx.workers;
+  const long long want = runs > two_each ? runs : two_each;
+  return want < ctx.grid_dim.y ? want : ctx.grid_dim.y;
 }
 
-// e[j] = exp(x[j] - mx) for j < n (padded to whole vectors); returns the sum of e. With PF,
-// next[0:n) is prefetched meanwhile: the next row's reads overlap this pass's arithmetic.
-static float chunk_exp_sum(const T* x, long long n, float mx, float* e, const T* next) {
-  vf s[ACC];
-  for (int a = 0; a < ACC; ++a) s[a] = (vf){};
-  long long j = 0;
-  for (; j + STEP <= n; j += STEP)
-#pragma GCC unroll 16
-    for (int a = 0; a < ACC; ++a) {
-      if (PF && next) __builtin_prefetch(next + j + a * KF_VW);
-      const vf v = kf_exp(kf_load(x + j + a * KF_VW) - mx);
-      *(vf*)(e + j + a * KF_VW) = v;
+#define STEP (KF_VW * ACC)
+static constexpr float kNegInf = -__builtin_inff();
+
+// One sweep over n elements (a chunk of three consecutive rows), each part optional:
+//   kNext: next_max = the max of xn (the next row, read from memory; prefetched PF ahead)
+//   kThis: e = exp(x - mx) for this row (padded to whole vectors), sum = its sum
+//   kPrev: yp = e * scale, the previous row, from e as it was before this sweep
+template <bool kNext, bool kThis, bool kPrev>
+static void sweep(const T* xn, float& next_max, const T* x, float mx, float& sum, T* yp,
+                  float scale, float* e, long long n) {
+  vf m[ACC], s[ACC];
+  for (int a = 0; a < ACC; ++a) m[a] = kf_splat(kNegInf), s[a] = (vf){};
+  // Position j, accumulator a; r < KF_VW: the row's tail (r elements).
+  auto at = [&](long long j, int a, int r) {
+    // Every load before every store of position j: a load after a store whose address has
+    // the same low 12 bits (X and Y rows are often 4 KiB multiples apart) waits for it.
+    vf xv, ev;
+    if constexpr (kNext) {
+      if constexpr (PF > 0) __builtin_prefetch(xn + j + PF);
+      m[a] = kf_max(m[a], r == KF_VW ? kf_load(xn + j) : kf_load_part(xn + j, r, kNegInf));
+    }
+    if constexpr (kThis) xv = r == KF_VW ? kf_load(x + j) : kf_load_part(x + j, r, kNegInf);
+    if constexpr (kPrev) ev = *(const vf*)(e + j);  // e[j] before kThis overwrites it
+    if constexpr (kThis) {
+      const vf v = kf_exp(xv - mx);
+      *(vf*)(e + j) = v;
       s[a] += v;
     }
-  for (; j < n; j += KF_VW) {
-    const vf v = kf_exp((j + KF_VW <= n ? kf_load(x + j) : kf_load_part(x + j, (int)(n - j), -__builtin_inff())) - mx);
-    *(vf*)(e + j) = v;
-    s[0] += v;
-  }
-  for (int a = 1; a < ACC; ++a) s[0] += s[a];
-  return kf_hsum(s[0]);
-}
-
-// y[j] = e[j] * scale for j < n.
-static void chunk_write(const float* e, long long n, float scale, T* y) {
+    if constexpr (kPrev) {
+      if (r == KF_VW) put_v(yp + j, ev * scale);
+      else kf_store_part(yp + j, r, ev * scale);
+    }
+  };
   long long j = 0;
-  for (; j + KF_VW <= n; j += KF_VW) put_v(y + j, *(const vf*)(e + j) * scale);
-  if (j < n) kf_store_part(y + j, (int)(n - j), *(const vf*)(e + j) * scale);
+  for (; j + STEP <= n; j += STEP)
+#pragma GCC unroll 16
+    for (int a = 0; a < ACC; ++a) at(j + a * KF_VW, a, KF_VW);
+  for (; j + KF_VW <= n; j += KF_VW) at(j, 0, KF_VW);
+  if (j < n) at(j, 0, (int)(n - j));
+  for (int a = 1; a < ACC; ++a) m[0] = kf_max(m[0], m[a]), s[0] += s[a];
+  if constexpr (kNext) next_max = kf_hmax(m[0]);
+  if constexpr (kThis) sum = kf_hsum(s[0]);
 }
 
 static void softmax_block(const kf_ctx& ctx, const T* X, T* Y, int M, int N) {
@@ -93,16 +110,31 @@ static void softmax_block(const kf_ctx& ctx, const T* X, T* Y, int M, int N) {
   const int P = kf_sharers(ctx, M);
   const int p = (int)ctx.block_idx.x;
   if (p >= P) return;
-  // Chunks of whole vectors: block p takes [j0, j1).
+  // Chunks of whole vectors: block p takes [j0, j1) of each row.
   const long long per = ((N + P - 1) / P + KF_VW - 1) / KF_VW * KF_VW;
-  const long long j0 = p * per < N ? p * per : N, j1 = j0 + per < N ? j0 + per : N;
-  float* e = scratch(per + KF_VW);
-  const long long r0 = ctx.block_idx.y * (long long)ROWS;
-  for (long long i = r0; i < r0 + ROWS && i < M; ++i) {
-    const T* x = X + i * N + j0;
-    const float mx = j1 > j0 ? chunk_max(x, j1 - j0) : -__builtin_inff();
-    const float sum = j1 > j0 ? chunk_exp_sum(x, j1 - j0, mx, e, i + 1 < M ? x + N : nullptr) : 0.0f;
-    float scale = 1.0f / sum;
+  const long long j0 = p * per < N ? p * per : N, j1 = j0 + per < N ? j0 + per : N, n = j1 - j0;
+  // This block's rows: [r0, r1), an even share of M over the blocks in use.
+  const long long G = row_blocks(ctx, M), b = ctx.block_idx.y;
+  if (b >= G) return;
+  const long long r0 = b * M / G, r1 = (b + 1) * M / G;
+  if (r0 >= r1) return;
+  const T* x = X + r0 * N + j0;  // row i's chunk, i from r0
+  // e at half a page from x modulo 4 KiB, so e[j] and x[j] never alias in the low 12 bits.
+  float* const buf = scratch(per + KF_VW + 1024);
+  const unsigned long long gap = (unsigned long long)x - (unsigned long long)buf;
+  float* const e = buf + ((gap + 2048) & 4095 & ~63ull) / 4;
+  float mx = kNegInf, next_mx = kNegInf, sum = 0, scale = 0;
+  if (n > 0) sweep<true, false, false>(x, mx, nullptr, 0, sum, nullptr, 0, e, n);
+  for (long long i = r0; i < r1; ++i, x += N) {
+    const bool next = i + 1 < r1, prev = i > r0;
+    const T* xn = next ? x + N : nullptr;
+    T* yp = prev ? Y + (i - 1) * N + j0 : nullptr;
+    if (n == 0) sum = 0;
+    else if (next && prev) sweep<true, true, true>(xn, next_mx, x, mx, sum, yp, scale, e, n);
+    else if (next) sweep<true, true, false>(xn, next_mx, x, mx, sum, yp, scale, e, n);
+    else if (prev) sweep<false, true, true>(xn, next_mx, x, mx, sum, yp, scale, e, n);
+    else sweep<false, true, false>(xn, next_mx, x, mx, sum, yp, scale, e, n);
+    scale = 1.0f / sum;
     if (P > 1) {  // combine the P partials in a fixed order, the same in every block
       const float mine[2] = {mx, sum};
       float all[KF_SHARE][2];
@@ -112,10 +144,12 @@ static void softmax_block(const kf_ctx& ctx, const T* X, T* Y, int M, int N) {
       float total = 0;
       for (int q = 0; q < P; ++q)
         if (all[q][1] > 0) total += all[q][1] * kf_exp(kf_splat(all[q][0] - gmax))[0];
-      scale = j1 > j0 ? kf_exp(kf_splat(mx - gmax))[0] / total : 0.0f;
+      scale = n > 0 ? kf_exp(kf_splat(mx - gmax))[0] / total : 0.0f;
     }
-    chunk_write(e, j1 - j0, scale, Y + i * N + j0);
+    mx = next_mx;
   }
+  T* const last = Y + (r1 - 1) * N + j0;
+  if (n > 0) sweep<false, false, true>(nullptr, next_mx, nullptr, 0, sum, last, scale, e, n);
   kf_fence();
 }
 

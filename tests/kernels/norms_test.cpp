@@ -70,6 +70,28 @@ TEST(NormsCpu, LongRowsSplitAcrossFiveThreads) {
   }
 }
 
+// The cpu kernels give each block a run of rows (an even share; softmax streams it as a
+// software pipeline: row i+1 read while row i is computed and row i-1 written): blocks of
+// several rows, uneven shares (67 rows over 16 blocks, 131 over 16 with ROWS 64), rows that
+// are not whole vectors, and rows split across 16 threads with two rows per block (a row
+// barrier per row of the run).
+TEST(NormsCpu, RunsOfRowsPerBlockPass) {
+  auto backend = make_backend("cpu");
+  auto sixteen = make_backend("cpu", {.threads = 16});
+  for (const char* problem : {"softmax", "rmsnorm", "layernorm"}) {
+    auto run = [&](Backend& b, const Sizes& s, DType t, const ParamValues& params, int threads) {
+      EvalRequest req = library_request(problem, "cpu", s, t, params);
+      req.backend_options.threads = threads;
+      const EvalResult r = evaluate(req, b);
+      EXPECT_TRUE(r.passed()) << describe(r);
+    };
+    run(*backend, {{"M", 67}, {"N", 1031}}, DType::fp32, {}, 0);
+    run(*backend, {{"M", 131}, {"N", 77}}, DType::fp32, {{"ROWS", 64}, {"ACC", 1}, {"PF", 0}, {"NT", 0}}, 0);
+    run(*backend, {{"M", 67}, {"N", 250}}, DType::fp16, {{"ROWS", 8}, {"VW", 8}}, 0);
+    run(*sixteen, {{"M", 20}, {"N", 40009}}, DType::fp32, {}, 16);
+  }
+}
+
 // An outside cpu kernel (scalar, one row per block) with the given row body.
 EvalResult run_candidate(const std::string& problem, const std::string& body) {
   const std::string src = std::string("#include <cmath>\n") + body;
