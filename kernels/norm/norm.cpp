@@ -2,7 +2,7 @@
 //   rmsnorm:   Y = X / sqrt(mean(X^2) + eps) * gamma
 //   layernorm: Y = (X - mean) / sqrt(var + eps) * gamma + beta
 // Each block owns a run of consecutive rows (an even share of M: at most ROWS rows, two
-// blocks per thread where M allows; see row_blocks), one long contiguous stream per thread.
+// blocks per thread where M allows; see kf_share_rows in the cpu prelude), one long contiguous stream per thread.
 // A row is read from memory once; its later passes re-read it from L1/L2. (A software pipeline
 // across rows, as in softmax.cpp, measured no faster here: these kernels have little
 // arithmetic to hide.)
@@ -39,16 +39,6 @@ static inline void put_v(T* p, vf v) {
 }
 
 // --- the kernel --------------------------------------------------------------------------------
-// How many of the grid's y blocks take rows: runs of at most ROWS rows, but at least two per
-// thread where M allows (the grid's y, max(ceil_div(M, ROWS), min(M, 64)), is an upper bound;
-// the rest return at once). Fewer, longer runs are longer streams; one row per block on a small
-// M costs more than it balances (16 x 4096 on 2 threads: 16 us with 16 blocks, 12 with 4).
-static inline long long row_blocks(const kf_ctx& ctx, long long M) {
-  const long long runs = (M + ROWS - 1) / ROWS, two_each = 2LL * ctx.workers;
-  const long long want = runs > two_each ? runs : two_each;
-  return want < ctx.grid_dim.y ? want : ctx.grid_dim.y;
-}
-
 #define STEP (KF_VW * ACC)
 
 // Sum of x[0:n) (kSquares: of (x - c)^2).
@@ -92,17 +82,11 @@ static void chunk_write(const T* x, const T* g, const T* b, long long n, float m
 template <bool kCentered>
 static void norm_block(const kf_ctx& ctx, const T* X, const T* G, const T* B, T* Y, int M, int N,
                        float eps) {
-  // Blocks share rows only when rows alone cannot keep the threads busy.
-  const int P = kf_sharers(ctx, M);
-  const int p = (int)ctx.block_idx.x;
-  if (p >= P) return;
-  const long long per = ((N + P - 1) / P + KF_VW - 1) / KF_VW * KF_VW;
-  const long long j0 = p * per < N ? p * per : N, j1 = j0 + per < N ? j0 + per : N, n = j1 - j0;
-  // This block's rows: [r0, r1), an even share of M over the blocks in use.
-  const long long runs = row_blocks(ctx, M), b = ctx.block_idx.y;
-  if (b >= runs) return;
-  const long long r0 = b * M / runs, r1 = (b + 1) * M / runs;
-  if (r0 >= r1) return;
+  // Blocks share rows only when rows alone cannot keep the threads busy (kf_share_rows).
+  const kf_row_share sh = kf_share_rows(ctx, M, N, ROWS);
+  if (!sh.active) return;
+  const int p = sh.p, P = sh.P;
+  const long long j0 = sh.j0, j1 = sh.j1, n = j1 - j0, r0 = sh.r0, r1 = sh.r1;
   for (long long i = r0; i < r1; ++i) {
     const T* x = X + i * N + j0;
     // This chunk's (count, mean, sum of squared deviations); rmsnorm: mean 0.

@@ -1,5 +1,5 @@
 // softmax for the cpu backend: Y = exp(X - rowmax) / rowsum, row-major (M,N), any M, N >= 1.
-// Each block owns a run of consecutive rows (an even share of M; see row_blocks) and streams
+// Each block owns a run of consecutive rows (an even share of M; see kf_share_rows in the cpu prelude) and streams
 // them as a software pipeline: one sweep over the row length does, at each position j,
 //   - the max of row i+1   (its only read from memory: one long contiguous read stream),
 //   - e = exp(x - max) of row i into a per-thread fp32 buffer, and its sum (row i is in L2,
@@ -24,7 +24,7 @@
 // Parameters (all #defines):
 //   VW     SIMD width in floats: 8 (AVX2), 16 (AVX-512), 0 = the widest the compiler targets
 //   ACC    independent vector accumulators per sweep (hides the latency of max/add chains)
-//   ROWS   most rows per block (small M still spreads over the threads: see row_blocks)
+//   ROWS   most rows per block (small M still spreads over the threads: see kf_share_rows in the cpu prelude)
 //   SPLIT  most blocks that share one row (the grid's x; at most one per thread is used)
 //   NT     1: non-temporal stores of Y (where aligned), 0: plain stores
 //   PF     prefetch the row being read this many elements ahead (0: leave it to the hardware)
@@ -49,16 +49,6 @@ static float* scratch(long long floats) {  // per thread, grown to the largest c
     cap = floats;
   }
   return buf;
-}
-
-// How many of the grid's y blocks take rows: runs of at most ROWS rows, but at least two per
-// thread where M allows (the grid's y, max(ceil_div(M, ROWS), min(M, 64)), is an upper bound;
-// the rest return at once). Fewer, longer runs are longer streams; one row per block on a small
-// M costs more than it balances (16 x 4096 on 2 threads: 16 us with 16 blocks, 12 with 4).
-static inline long long row_blocks(const kf_ctx& ctx, long long M) {
-  const long long runs = (M + ROWS - 1) / ROWS, two_each = 2LL * ctx.workers;
-  const long long want = runs > two_each ? runs : two_each;
-  return want < ctx.grid_dim.y ? want : ctx.grid_dim.y;
 }
 
 #define STEP (KF_VW * ACC)
@@ -106,18 +96,11 @@ static void sweep(const T* xn, float& next_max, const T* x, float mx, float& sum
 }
 
 static void softmax_block(const kf_ctx& ctx, const T* X, T* Y, int M, int N) {
-  // Blocks share rows only when rows alone cannot keep the threads busy.
-  const int P = kf_sharers(ctx, M);
-  const int p = (int)ctx.block_idx.x;
-  if (p >= P) return;
-  // Chunks of whole vectors: block p takes [j0, j1) of each row.
-  const long long per = ((N + P - 1) / P + KF_VW - 1) / KF_VW * KF_VW;
-  const long long j0 = p * per < N ? p * per : N, j1 = j0 + per < N ? j0 + per : N, n = j1 - j0;
-  // This block's rows: [r0, r1), an even share of M over the blocks in use.
-  const long long G = row_blocks(ctx, M), b = ctx.block_idx.y;
-  if (b >= G) return;
-  const long long r0 = b * M / G, r1 = (b + 1) * M / G;
-  if (r0 >= r1) return;
+  // Blocks share rows only when rows alone cannot keep the threads busy (kf_share_rows).
+  const kf_row_share sh = kf_share_rows(ctx, M, N, ROWS);
+  if (!sh.active) return;
+  const int p = sh.p, P = sh.P;
+  const long long per = sh.per, j0 = sh.j0, j1 = sh.j1, n = j1 - j0, r0 = sh.r0, r1 = sh.r1;
   const T* x = X + r0 * N + j0;  // row i's chunk, i from r0
   // e at half a page from x modulo 4 KiB, so e[j] and x[j] never alias in the low 12 bits.
   float* const buf = scratch(per + KF_VW + 1024);
