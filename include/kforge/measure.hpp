@@ -114,8 +114,8 @@ struct Bandwidth {
   [[nodiscard]] double best() const;
   // The fewest seconds `bytes` can take, `written` of them stores (the rest loads; < 0:
   // unknown): the best figure for all of them, and no faster than each direction alone
-  // streams (on the 2-core EPYC loads alone reach 28 GB/s, a copy 44: a reduction's roof is
-  // the read figure, not the copy's).
+  // streams (on the 2-core EPYC loads alone stream slower than the triad moves bytes: a
+  // reduction's roof is the read figure, not the triad's).
   [[nodiscard]] double seconds_for(double bytes, double written) const;
 };
 // Operations per second of independent dot-product / FMA chains at the widest SIMD

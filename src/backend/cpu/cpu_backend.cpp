@@ -30,12 +30,12 @@ struct CpuBuffer final : Buffer {
     // 2 MiB pages where the kernel allows it (transparent huge pages are often "madvise" only):
     // streaming kernels then miss the TLB 512x less often.
     constexpr std::size_t kHuge = std::size_t{2} << 20;
-    const std::size_t bytes = ((n + 63) / 64 + 1) * 64;
+    std::size_t bytes = ((n + 63) / 64 + 1) * 64;
     const bool huge = bytes >= 2 * kHuge;
-    data = static_cast<unsigned char*>(
-        std::aligned_alloc(huge ? kHuge : 64, huge ? (bytes + kHuge - 1) / kHuge * kHuge : bytes));
+    if (huge) bytes = (bytes + kHuge - 1) / kHuge * kHuge;  // aligned_alloc wants a multiple
+    data = static_cast<unsigned char*>(std::aligned_alloc(huge ? kHuge : 64, bytes));
     if (!data) throw std::bad_alloc();
-    if (huge) madvise(data, (bytes + kHuge - 1) / kHuge * kHuge, MADV_HUGEPAGE);  // a hint only
+    if (huge) madvise(data, bytes, MADV_HUGEPAGE);  // a hint only
   }
   ~CpuBuffer() override { std::free(data); }
   unsigned char* data;
