@@ -7,6 +7,9 @@ numpy's equivalent on inputs of the same size (median of `--reps` calls). Each r
 numpy's time over kforge's; the table shows the median over rounds and the spread (min..max).
 With `--before DIR`, each round also times the kernels of an older checkout's kernels/ folder
 (`kforge eval --source`, same binary, same inputs): a before/after comparison in the same run.
+"kforge SOL" is against the cached ceilings (the best minute `kforge ceilings` ever measured);
+"SOL now" against the memory roof measured right before and after each kforge run
+(`kforge bench --roof-now`): the host's bandwidth swings 1.5x between minutes.
 Sizes default to 4096 x 8192 fp32 (128 MiB per tensor), four times the 32 MiB L3, so both sides
 stream from memory. CPU timings: kforge runs on all cores, numpy's ufuncs on one. numpy (and
 scipy, for GELU's erf) are installed with pip into build/bench-venv when missing (never a
@@ -127,18 +130,19 @@ def numpy_peers(np, M, N):
 
 
 def timed(label, argv):
-    """(median seconds, SOL fraction) of a passed `kforge bench`/`kforge eval --bench` --json run."""
+    """(median seconds, SOL fraction, SOL fraction against the roof measured now or None) of a
+    passed `kforge bench`/`kforge eval --bench` --json run."""
     r = json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)
     r = r[0] if isinstance(r, list) else r
     if r.get("disposition") != "passed":
         sys.exit(f"{label}: {r.get('disposition')}: {r.get('error')}")
-    return r["median_s"], r["sol_fraction"]
+    return r["median_s"], r["sol_fraction"], r.get("roof_now", {}).get("sol_fraction")
 
 
 def kforge_bench(kforge, problem, size):
     return timed(f"kforge bench {problem}",
                  [kforge, "bench", problem, "--backend", "cpu", "--size", size, "--quick", "--trials",
-                  "1", "--no-baseline", "--repetitions", "15", "--json"])
+                  "1", "--no-baseline", "--repetitions", "15", "--roof-now", "--json"])
 
 
 def spec_path(kernels, problem):
@@ -189,20 +193,20 @@ def main():
           f"{a.rounds} interleaved rounds")
     print("load before:", open("/proc/loadavg").read().split()[:3])
     header = (f"{'problem':22} {'kforge ms':>10} {'numpy ms':>10} {'numpy/kforge':>13} {'spread':>13} "
-              f"{'kforge SOL':>10}" + (f" {'before ms':>10} {'before/now':>11} {'spread':>13} "
+              f"{'kforge SOL':>10} {'SOL now':>8} {'spread':>11}" + (f" {'before ms':>10} {'before/now':>11} {'spread':>13} "
                                        f"{'before SOL':>10}" if a.before else ""))
     print(header, flush=True)
     for problem in a.problems.split(","):  # each row printed when its rounds are done
         state = peers[problem][0]()
         run = peers[problem][1]
         run(state)  # warm-up: first-touch page faults are not numpy's speed
-        ks, ns, sols, bs, bsols = [], [], [], [], []
+        ks, ns, sols, nows, bs, bsols = [], [], [], [], [], []
         for _ in range(a.rounds):
             if a.before:
-                b, bsol = before_bench(kforge, os.path.join(a.before, "kernels"), problem, a.size)
+                b, bsol, _ = before_bench(kforge, os.path.join(a.before, "kernels"), problem, a.size)
                 bs.append(b)
                 bsols.append(bsol)
-            k, sol = kforge_bench(kforge, problem, a.size)
+            k, sol, now = kforge_bench(kforge, problem, a.size)
             t = []
             for _ in range(a.reps):
                 t0 = time.perf_counter()
@@ -211,10 +215,12 @@ def main():
             ks.append(k)
             ns.append(median(t))
             sols.append(sol)
+            nows.append(now)
         del state
         ratios = [n / k for k, n in zip(ks, ns)]
         line = (f"{problem:22} {median(ks) * 1e3:10.2f} {median(ns) * 1e3:10.2f} {median(ratios):12.2f}x "
-                f"{min(ratios):6.2f}..{max(ratios):<6.2f} {median(sols) * 100:9.1f}%")
+                f"{min(ratios):6.2f}..{max(ratios):<6.2f} {median(sols) * 100:9.1f}% {median(nows) * 100:7.1f}% "
+                f"{f'{min(nows) * 100:.0f}..{max(nows) * 100:.0f}%':>11}")
         if a.before:
             gains = [b / k for k, b in zip(ks, bs)]
             line += (f" {median(bs) * 1e3:10.2f} {median(gains):10.2f}x {min(gains):6.2f}..{max(gains):<6.2f} "

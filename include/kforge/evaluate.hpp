@@ -54,7 +54,9 @@ struct EvalResult {
   std::optional<VerifyReport> verify;
   std::optional<Timing> timing;
   double gflops = 0, gbytes_s = 0;
-  std::optional<Roofline> roofline;
+  std::optional<Roofline> roofline;      // against the cached ceilings (the best ever measured)
+  std::optional<Roofline> roofline_now;  // --roof-now: against the memory roof measured next to the timing
+  std::optional<Bandwidth> bandwidth_now;  // that roof: STREAM's figures, before and after, best of each
   std::optional<Timing> baseline;
   std::string baseline_name;
   [[nodiscard]] bool passed() const { return disposition == Disposition::passed; }

@@ -27,6 +27,7 @@ struct MeasureOptions {
   double target_rel_stdev = 0.005;  // stop once stdev / mean is below this
   int repetitions = 0;  // > 0: the fixed-count criterion, exactly this many samples
   bool cold = false;    // rotate among copies of the inputs so that every run starts cold
+  bool roof_now = false;  // also measure the memory roof right before and after (measure_bandwidth)
 };
 
 // Summary of samples. Outliers (beyond median +- 3 robust sigmas, sigma = 1.4826 * MAD, at
@@ -117,6 +118,9 @@ struct Bandwidth {
   // streams (on the 2-core EPYC loads alone stream slower than the triad moves bytes: a
   // reduction's roof is the read figure, not the triad's).
   [[nodiscard]] double seconds_for(double bytes, double written) const;
+  void keep_best(const Bandwidth& other);  // figure by figure, the higher
+  [[nodiscard]] nlohmann::json to_json() const;  // in GB/s
+  static Bandwidth from_json(const nlohmann::json& j);
 };
 // Operations per second of independent dot-product / FMA chains at the widest SIMD
 // (FMA and dot products count 2 per multiply-add; 0 where the device lacks the type).
@@ -140,6 +144,9 @@ struct Ceilings {
   // The roofs the speed of light uses: the best all-threads figures.
   [[nodiscard]] double bandwidth_bytes_s() const { return all.dram.best(); }
   [[nodiscard]] double llc_bandwidth_bytes_s() const { return all.llc.best(); }
+  // Whether the speed of light of `bytes` uses the last-level cache's roof (hot runs whose
+  // data fits in it) rather than DRAM's.
+  [[nodiscard]] bool cache_roof(double bytes, bool hot) const;
   // Peak for a dtype: fp16/bf16 fall back to fp32 where the device has no faster path.
   [[nodiscard]] double flops_for(DType t) const;
   [[nodiscard]] nlohmann::json to_json() const;
@@ -158,6 +165,11 @@ struct Ceilings {
 // Measures now, no cache.
 [[nodiscard]] Ceilings measure_ceilings(Backend& b,
                                         const std::function<void(const std::string&)>& progress = {});
+// The memory roof as it is now: STREAM's kernels on all threads, best of `launches` each, on
+// arrays beyond the last-level cache (`llc`: within it); about 0.5 s on the cpu. A shared
+// host's bandwidth swings 1.5x from one minute to the next (triad 40-68 GB/s on the 2-core
+// EPYC): the cached ceilings keep the best minute ever seen, this is the minute a kernel ran in.
+[[nodiscard]] Bandwidth measure_bandwidth(Backend& b, bool llc, int launches = 5);
 [[nodiscard]] std::string ceilings_fingerprint(Backend& b);
 
 // The host: CPU model, logical CPUs, flags, caches, memory. Google Benchmark's "context".

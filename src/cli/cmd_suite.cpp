@@ -64,20 +64,24 @@ nlohmann::json entry_json(const EvalResult& r, const ParamsSource& source) {
 nlohmann::json summary_json(const std::vector<EvalResult>& results) {
   // fast_p is over the entries whose problem has a baseline (a speedup needs one); the
   // geometric-mean SOL is over all of them.
-  std::vector<SuiteEntry> entries, with_baseline;
+  std::vector<SuiteEntry> entries, with_baseline, now;
   int correct = 0;
   for (const auto& r : results) {
     entries.push_back({r.passed(), r.speedup(), r.roofline ? r.roofline->sol_fraction : 0.0});
     if (r.baseline) with_baseline.push_back(entries.back());
+    if (r.roofline_now) now.push_back({r.passed(), r.speedup(), r.roofline_now->sol_fraction});
     correct += r.passed() ? 1 : 0;
   }
-  return {{"entries", results.size()},
+  nlohmann::json j = {{"entries", results.size()},
           {"correct", correct},
           {"with_baseline", with_baseline.size()},
           {"fast_1.0", fast_p(with_baseline, 1.0)},
           {"fast_1.5", fast_p(with_baseline, 1.5)},
           {"fast_2.0", fast_p(with_baseline, 2.0)},
           {"geomean_sol_fraction", geomean_sol(entries)}};
+  // --roof-now: the same against each entry's roof of the minute it ran in
+  if (!now.empty()) j["geomean_sol_fraction_now"] = geomean_sol(now);
+  return j;
 }
 
 std::string csv_field(std::string s) {
@@ -90,11 +94,11 @@ std::string csv_field(std::string s) {
 void print_csv(const std::vector<EvalResult>& results) {
   fmt::print("name,problem,kernel,backend,dtype,sizes,params,disposition,correct,median_ms,"
              "stdev_ms,repetitions,outliers,gflops,speedup,sol_fraction,sol_score,bound,"
-             "arithmetic_intensity\n");
+             "arithmetic_intensity,sol_fraction_now\n");
   for (const auto& r : results) {
     const auto& t = r.timing;
     const auto& rf = r.roofline;
-    fmt::print("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+    fmt::print("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                csv_field(fmt::format("{}/{}/{}/{}", r.problem, r.backend, format_sizes(r.sizes),
                                      dtype_name(r.dtype))),
                r.problem, r.kernel, r.backend, dtype_name(r.dtype), csv_field(format_sizes(r.sizes)),
@@ -102,7 +106,8 @@ void print_csv(const std::vector<EvalResult>& results) {
                t ? t->median_s * 1e3 : 0.0, t ? t->stdev_s * 1e3 : 0.0, t ? t->repetitions() : 0,
                t ? t->outliers : 0, r.gflops, r.speedup(), rf ? rf->sol_fraction : 0.0,
                rf && rf->score ? fmt::format("{:.4f}", *rf->score) : "", rf ? rf->bound : "",
-               rf ? rf->arithmetic_intensity : 0.0);
+               rf ? rf->arithmetic_intensity : 0.0,
+               r.roofline_now ? fmt::format("{:.4f}", r.roofline_now->sol_fraction) : "");
   }
 }
 
@@ -114,23 +119,28 @@ void print_table(const std::vector<EvalResult>& results, const std::vector<Param
     wk = std::max(wk, r.kernel.size());
     ws = std::max(ws, format_sizes(r.sizes).size());
   }
-  fmt::print("{:<{}} {:<7} {:<{}} {:<{}} {:<7} {:<11} {:>10} {:>9} {:>7} {:>9} {:>6} {:>6}\n", "problem", wp,
+  const bool now = summary.contains("geomean_sol_fraction_now");  // a column for --roof-now
+  fmt::print("{:<{}} {:<7} {:<{}} {:<{}} {:<7} {:<11} {:>10} {:>9} {:>7} {:>9} {:>6} {:>6}{}\n", "problem", wp,
              "backend", "kernel", wk, "sizes", ws, "params", "status", "time ms", "GFLOP/s", "GB/s", "speedup",
-             "SOL%", "score");
+             "SOL%", "score", now ? "   now%" : "");
   for (std::size_t i = 0; i < results.size(); ++i) {
     const EvalResult& r = results[i];
     const auto& rf = r.roofline;
-    fmt::print("{:<{}} {:<7} {:<{}} {:<{}} {:<7} {:<11} {:>10.3f} {:>9.1f} {:>7.1f} {:>9} {:>6.1f} {:>6}\n",
+    fmt::print("{:<{}} {:<7} {:<{}} {:<{}} {:<7} {:<11} {:>10.3f} {:>9.1f} {:>7.1f} {:>9} {:>6.1f} {:>6}{}\n",
                r.problem, wp, r.backend, r.kernel, wk, format_sizes(r.sizes), ws, sources[i].source,
                disposition_name(r.disposition), r.timing ? r.timing->median_s * 1e3 : 0.0, r.gflops,
                r.gbytes_s, r.baseline ? fmt::format("{:.2f}x", r.speedup()) : "-",
-               rf ? 100 * rf->sol_fraction : 0.0, rf && rf->score ? fmt::format("{:.3f}", *rf->score) : "-");
+               rf ? 100 * rf->sol_fraction : 0.0, rf && rf->score ? fmt::format("{:.3f}", *rf->score) : "-",
+               !now ? "" : r.roofline_now ? fmt::format(" {:>6.1f}", 100 * r.roofline_now->sol_fraction) : "      -");
   }
   fmt::print("\n{} entries, {} correct; of the {} with a baseline: fast_1.0 {:.2f}  fast_1.5 {:.2f}  "
              "fast_2.0 {:.2f}; geomean SOL {:.1f}%\n",
              summary["entries"].get<int>(), summary["correct"].get<int>(), summary["with_baseline"].get<int>(),
              summary["fast_1.0"].get<double>(), summary["fast_1.5"].get<double>(),
              summary["fast_2.0"].get<double>(), 100 * summary["geomean_sol_fraction"].get<double>());
+  if (now)
+    fmt::print("geomean SOL against the memory roofs measured next to each entry (--roof-now): {:.1f}%\n",
+               100 * summary["geomean_sol_fraction_now"].get<double>());
 }
 
 }  // namespace
@@ -192,6 +202,7 @@ void add_suite(CLI::App& app, int& code) {
     context["library_build_type"] = "debug";
 #endif
     context["measure"] = {{"cold", o->measure.cold},
+                          {"roof_now", o->measure.roof_now},
                           {"criterion", o->measure.repetitions > 0
                                             ? fmt::format("fixed count of {}", o->measure.repetitions)
                                             : fmt::format("noise: rel stdev <= {} after >= {} s, timeout {} s",

@@ -110,6 +110,12 @@ void print_results(const std::vector<EvalResult>& results, bool json, bool bench
                    r.roofline->bound, r.roofline->memory_roof,
                    r.roofline->score ? fmt::format(", SOL score {:.3f}", *r.roofline->score) : "");
       fmt::print("\n");
+      if (r.roofline_now && r.bandwidth_now)
+        fmt::print("  roof now (measured before and after): read {:.1f}, write {:.1f}, copy {:.1f}, triad "
+                   "{:.1f} GB/s -> speed of light {:.1f}% ({} roof)\n",
+                   r.bandwidth_now->read * 1e-9, r.bandwidth_now->write * 1e-9, r.bandwidth_now->copy * 1e-9,
+                   r.bandwidth_now->triad * 1e-9, 100 * r.roofline_now->sol_fraction,
+                   r.roofline_now->memory_roof);
       if (r.baseline)
         fmt::print("  {}: median {:.4g} ms -> the kernel runs at {:.2f}x its speed\n", r.baseline_name,
                    r.baseline->median_s * 1e3, r.speedup());

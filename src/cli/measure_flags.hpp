@@ -9,6 +9,7 @@ namespace kforge::cli {
 
 struct MeasureFlags {
   bool cold = false;
+  bool roof_now = false;
   int repetitions = 0;
   double min_time_s = MeasureOptions{}.min_time_s;
   double max_time_s = MeasureOptions{}.max_time_s;

@@ -24,7 +24,8 @@ nlohmann::json EvalRequest::to_json() const {
           {"measure", {{"warmup", measure.warmup}, {"min_repetitions", measure.min_repetitions},
                        {"max_repetitions", measure.max_repetitions}, {"min_time_s", measure.min_time_s},
                        {"max_time_s", measure.max_time_s}, {"target_rel_stdev", measure.target_rel_stdev},
-                       {"repetitions", measure.repetitions}, {"cold", measure.cold}}},
+                       {"repetitions", measure.repetitions}, {"cold", measure.cold},
+                       {"roof_now", measure.roof_now}}},
           {"baseline", baseline}};
 }
 
@@ -53,7 +54,7 @@ EvalRequest EvalRequest::from_json(const nlohmann::json& j) {
   const auto& m = j.at("measure");
   r.measure = {m.at("warmup"), m.at("min_repetitions"), m.at("max_repetitions"),
                m.at("min_time_s"), m.at("max_time_s"), m.at("target_rel_stdev"),
-               m.value("repetitions", 0), m.value("cold", false)};
+               m.value("repetitions", 0), m.value("cold", false), m.value("roof_now", false)};
   r.baseline = j.at("baseline");
   return r;
 }
@@ -90,6 +91,13 @@ nlohmann::json EvalResult::to_json() const {
     j["t_sol_s"] = roofline->t_sol_s;
     j["memory_roof"] = roofline->memory_roof;
     if (roofline->score) j["sol_score"] = *roofline->score;
+  }
+  if (roofline_now && bandwidth_now) {
+    j["roof_now"] = {{"sol_fraction", roofline_now->sol_fraction},
+                     {"t_sol_s", roofline_now->t_sol_s},
+                     {"bound", roofline_now->bound},
+                     {"memory_roof", roofline_now->memory_roof},
+                     {"GBs", bandwidth_now->to_json()}};
   }
   if (baseline) {
     j["baseline"] = {{"name", baseline_name}, {"median_s", baseline->median_s},
@@ -130,6 +138,15 @@ EvalResult EvalResult::from_json(const nlohmann::json& j) {
     r.roofline->t_sol_s = j.value("t_sol_s", 0.0);
     r.roofline->memory_roof = j.value("memory_roof", "");
     if (j.contains("sol_score")) r.roofline->score = j.at("sol_score").get<double>();
+  }
+  if (j.contains("roof_now")) {
+    const auto& n = j.at("roof_now");
+    r.roofline_now.emplace();
+    r.roofline_now->sol_fraction = n.at("sol_fraction");
+    r.roofline_now->t_sol_s = n.value("t_sol_s", 0.0);
+    r.roofline_now->bound = n.value("bound", "");
+    r.roofline_now->memory_roof = n.value("memory_roof", "");
+    r.bandwidth_now = Bandwidth::from_json(n.at("GBs"));
   }
   if (j.contains("baseline")) {
     r.baseline_name = j.at("baseline").at("name");

@@ -131,6 +131,17 @@ void time_and_check(const EvalRequest& req, Backend& backend, const Problem& pro
     for (int i = 1; i < copies; ++i) bases.push_back(problem.baseline(inst, req.backend_options.threads));
     base = rotation(std::move(bases));
   }
+  // --roof-now: the memory roof of this minute, measured just before and just after the timed
+  // runs (best of each figure), for a speed of light that a neighbour's traffic does not skew.
+  const double bytes = problem.bytes(req.sizes, req.dtype);
+  const bool llc_roof = ceilings(backend).cache_roof(bytes, !req.measure.cold);
+  const auto sample_roof = [&] {
+    if (!req.measure.roof_now) return;
+    const Bandwidth now = measure_bandwidth(backend, llc_roof);
+    if (r.bandwidth_now) r.bandwidth_now->keep_best(now);
+    else r.bandwidth_now = now;
+  };
+  sample_roof();
   if (base) {
     // Interleaved with the kernel, so both see the same machine.
     const std::function<double()> base_once = [&] {
@@ -145,6 +156,7 @@ void time_and_check(const EvalRequest& req, Backend& backend, const Problem& pro
   } else {
     r.timing = measure(kernel_once, req.measure);
   }
+  sample_roof();
 
   r.verify->checks.push_back({"timed_outputs", !checked.failure(), checked.summary()});
   if (checked.failure()) {
@@ -156,7 +168,7 @@ void time_and_check(const EvalRequest& req, Backend& backend, const Problem& pro
     return;
   }
 
-  const double flops = problem.flops(req.sizes), bytes = problem.bytes(req.sizes, req.dtype);
+  const double flops = problem.flops(req.sizes);
   const double written = std::min(bytes, problem.bytes_written(inst));
   r.gflops = flops / r.timing->median_s * 1e-9;
   r.gbytes_s = bytes / r.timing->median_s * 1e-9;
@@ -172,6 +184,12 @@ void time_and_check(const EvalRequest& req, Backend& backend, const Problem& pro
     r.roofline = roofline(ceilings(backend, true), req.dtype, flops, bytes, r.timing->median_s,
                           base_s, !req.measure.cold, written);
   const bool suspect = r.roofline->sol_fraction > 1 + noise;
+  if (r.bandwidth_now) {
+    Ceilings now = ceilings(backend);
+    (llc_roof ? now.all.llc : now.all.dram) = *r.bandwidth_now;
+    r.roofline_now = roofline(now, req.dtype, flops, bytes, r.timing->median_s, base_s,
+                              !req.measure.cold, written);
+  }
   r.verify->checks.push_back({"speed_of_light", !suspect,
                               fmt::format("{:.1f}% of the measured speed of light ({}-bound)",
                                           100 * r.roofline->sol_fraction, r.roofline->bound)});

@@ -15,28 +15,18 @@ namespace {
 
 constexpr int kCacheVersion = 2;
 
-nlohmann::json bandwidth_json(const Bandwidth& b) {
-  return {{"read", b.read * 1e-9}, {"write", b.write * 1e-9}, {"copy", b.copy * 1e-9},
-          {"triad", b.triad * 1e-9}};
-}
-
-Bandwidth bandwidth_from(const nlohmann::json& j) {
-  return {j.at("read").get<double>() * 1e9, j.at("write").get<double>() * 1e9,
-          j.at("copy").get<double>() * 1e9, j.at("triad").get<double>() * 1e9};
-}
-
 nlohmann::json roofs_json(const Roofs& r) {
   const Compute& c = r.compute;
-  return {{"dram_GBs", bandwidth_json(r.dram)},
-          {"llc_GBs", bandwidth_json(r.llc)},
+  return {{"dram_GBs", r.dram.to_json()},
+          {"llc_GBs", r.llc.to_json()},
           {"GFLOPs", {{"fp64", c.fp64 * 1e-9}, {"fp32", c.fp32 * 1e-9}, {"fp16", c.fp16 * 1e-9},
                       {"bf16", c.bf16 * 1e-9}, {"int8", c.int8 * 1e-9}}}};
 }
 
 Roofs roofs_from(const nlohmann::json& j) {
   Roofs r;
-  r.dram = bandwidth_from(j.at("dram_GBs"));
-  r.llc = bandwidth_from(j.at("llc_GBs"));
+  r.dram = Bandwidth::from_json(j.at("dram_GBs"));
+  r.llc = Bandwidth::from_json(j.at("llc_GBs"));
   const auto& f = j.at("GFLOPs");
   r.compute = {f.at("fp64").get<double>() * 1e9, f.at("fp32").get<double>() * 1e9,
                f.at("fp16").get<double>() * 1e9, f.at("bf16").get<double>() * 1e9,
@@ -112,18 +102,29 @@ Ceilings ceilings(Backend& b, bool remeasure,
   return c;
 }
 
+nlohmann::json Bandwidth::to_json() const {
+  return {{"read", read * 1e-9}, {"write", write * 1e-9}, {"copy", copy * 1e-9}, {"triad", triad * 1e-9}};
+}
+
+Bandwidth Bandwidth::from_json(const nlohmann::json& j) {
+  return {j.at("read").get<double>() * 1e9, j.at("write").get<double>() * 1e9,
+          j.at("copy").get<double>() * 1e9, j.at("triad").get<double>() * 1e9};
+}
+
+void Bandwidth::keep_best(const Bandwidth& o) {
+  read = std::max(read, o.read), write = std::max(write, o.write);
+  copy = std::max(copy, o.copy), triad = std::max(triad, o.triad);
+}
+
 void Ceilings::keep_best(const Ceilings& o) {
   auto best = [](double& a, double b) { a = std::max(a, b); };
-  auto bandwidth = [&](Bandwidth& a, const Bandwidth& b) {
-    best(a.read, b.read), best(a.write, b.write), best(a.copy, b.copy), best(a.triad, b.triad);
-  };
   auto compute = [&](Compute& a, const Compute& b) {
     best(a.fp64, b.fp64), best(a.fp32, b.fp32), best(a.fp16, b.fp16), best(a.bf16, b.bf16),
         best(a.int8, b.int8);
   };
   for (auto [mine, theirs] : {std::pair{&all, &o.all}, std::pair{&one, &o.one}}) {
-    bandwidth(mine->dram, theirs->dram);
-    bandwidth(mine->llc, theirs->llc);
+    mine->dram.keep_best(theirs->dram);
+    mine->llc.keep_best(theirs->llc);
     compute(mine->compute, theirs->compute);
   }
 }

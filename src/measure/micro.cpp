@@ -140,6 +140,26 @@ Compute peaks(Micro& m, bool one) {
   return c;
 }
 
+// DRAM: each array at least 4x the last-level cache (STREAM's rule), 128 MiB at least.
+std::int64_t dram_floats(std::int64_t llc_bytes) {
+  return std::max<std::int64_t>(4 * llc_bytes, 128ll << 20) / 4;
+}
+// LLC: three arrays filling half the cache.
+std::int64_t llc_floats(std::int64_t llc_bytes) {
+  return std::max<std::int64_t>(llc_bytes / 2 / 3 / 4 / 4096 * 4096, 4096);
+}
+// Sweeps per cpu launch over the LLC arrays: about 256 MiB moved, long enough to time.
+int llc_reps(std::int64_t n) {
+  return static_cast<int>(std::max<std::int64_t>(1, (256ll << 20) / (3 * 4 * n)));
+}
+
+std::int64_t device_llc_bytes(Backend& b) {
+  // The cpu and a CPU OpenCL device share the host's last-level cache; a GPU's is unknown
+  // here, so assume a large one (64 MiB) to keep the DRAM arrays beyond it.
+  const std::int64_t host_llc = machine_info().llc_bytes;
+  return b.lang() == Lang::cuda ? std::max<std::int64_t>(host_llc, 64ll << 20) : host_llc;
+}
+
 }  // namespace
 
 Ceilings measure_ceilings(Backend& b, const std::function<void(const std::string&)>& progress) {
@@ -149,24 +169,26 @@ Ceilings measure_ceilings(Backend& b, const std::function<void(const std::string
   c.fingerprint = ceilings_fingerprint(b);
   c.backend = b.name();
   c.device = b.device();
-  // The cpu and a CPU OpenCL device share the host's last-level cache; a GPU's is unknown
-  // here, so assume a large one (64 MiB) to keep the DRAM arrays beyond it.
-  const std::int64_t host_llc = machine_info().llc_bytes;
-  c.llc_bytes = b.lang() == Lang::cuda ? std::max<std::int64_t>(host_llc, 64ll << 20) : host_llc;
+  c.llc_bytes = device_llc_bytes(b);
   Micro m(b, progress);
   c.all.compute = peaks(m, false);
   c.one.compute = peaks(m, true);
-  // DRAM: each array at least 4x the last-level cache (STREAM's rule), 128 MiB at least.
-  const std::int64_t dram_n = std::max<std::int64_t>(4 * c.llc_bytes, 128ll << 20) / 4;
+  const std::int64_t dram_n = dram_floats(c.llc_bytes), llc_n = llc_floats(c.llc_bytes);
   c.all.dram = m.stream(dram_n, 1, 10, false, "dram");
   c.one.dram = m.stream(dram_n, 1, 3, true, "dram");
-  // LLC: three arrays filling half the cache; each launch sweeps them for about 256 MiB.
-  const std::int64_t llc_n = std::max<std::int64_t>(c.llc_bytes / 2 / 3 / 4 / 4096 * 4096, 4096);
-  const int reps = static_cast<int>(std::max<std::int64_t>(1, (256ll << 20) / (3 * 4 * llc_n)));
-  c.all.llc = m.stream(llc_n, reps, m.cpu() ? 20 : 50, false, "llc");
-  c.one.llc = m.stream(llc_n, reps, 10, true, "llc");
+  c.all.llc = m.stream(llc_n, llc_reps(llc_n), m.cpu() ? 20 : 50, false, "llc");
+  c.one.llc = m.stream(llc_n, llc_reps(llc_n), 10, true, "llc");
   c.measure_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return c;
+}
+
+Bandwidth measure_bandwidth(Backend& b, bool llc, int launches) {
+  if (!b.can_run()) throw NotSupported("the " + b.name() + " backend cannot run here");
+  const std::function<void(const std::string&)> quiet;  // Micro keeps a reference to it
+  Micro m(b, quiet);
+  const std::int64_t llc_bytes = device_llc_bytes(b);
+  if (llc) return m.stream(llc_floats(llc_bytes), llc_reps(llc_floats(llc_bytes)), launches, false, "llc");
+  return m.stream(dram_floats(llc_bytes), 1, launches, false, "dram");
 }
 
 }  // namespace kforge

@@ -31,12 +31,16 @@ double Ceilings::flops_for(DType t) const {
   }
 }
 
+bool Ceilings::cache_roof(double bytes, bool hot) const {
+  return hot && llc_bytes > 0 && bytes <= static_cast<double>(llc_bytes) &&
+         llc_bandwidth_bytes_s() > bandwidth_bytes_s();
+}
+
 Roofline roofline(const Ceilings& c, DType t, double flops, double bytes, double seconds,
                   double baseline_seconds, bool hot, double written) {
   Roofline r;
   const double peak = c.flops_for(t);
-  const bool in_cache = hot && c.llc_bytes > 0 && bytes <= static_cast<double>(c.llc_bytes) &&
-                        c.llc_bandwidth_bytes_s() > c.bandwidth_bytes_s();
+  const bool in_cache = c.cache_roof(bytes, hot);
   const Bandwidth& bw = in_cache ? c.all.llc : c.all.dram;
   const double t_memory = bw.seconds_for(bytes, written);
   const double t_total = bw.best() > 0 ? bytes / bw.best() : 0;

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kforge/measure.hpp"
 #include "test_util.hpp"
 
 namespace kforge::test {
@@ -66,12 +67,34 @@ TEST(SuiteCli, CsvHasAHeaderAndOneRowPerEntry) {
   EXPECT_EQ(lines, 2);
 }
 
+// --roof-now: a second speed of light against the memory roof measured next to the timing, at
+// the level the data sits in (here DRAM: two 33 MB tensors, beyond the 32 MiB L3).
+TEST(BenchCli, RoofNowMeasuresTheRoofNextToTheKernel) {
+  const CommandResult r = run_command(kCli + " bench activation.relu --backend cpu --size M=2051,N=4099 "
+                                      "--quick --trials 1 --repetitions 5 --no-baseline --roof-now --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  const auto& b = doc.is_array() ? doc[0] : doc;
+  ASSERT_TRUE(b.contains("roof_now")) << r.out.substr(0, 2000);
+  const auto& now = b["roof_now"];
+  const Bandwidth bw = Bandwidth::from_json(now.at("GBs"));
+  for (double f : {bw.read, bw.write, bw.copy, bw.triad}) EXPECT_GT(f, 1e8);
+  EXPECT_EQ(now["bound"], "memory");
+  EXPECT_EQ(now["memory_roof"].get<std::string>().rfind("dram", 0), 0u);
+  const double median = b["median_s"], bytes = b["gbytes_s"].get<double>() * 1e9 * median;
+  const double t_sol = now["t_sol_s"];
+  EXPECT_GE(t_sol, bytes / bw.best() * (1 - 1e-9));  // no faster than the best stream now
+  EXPECT_NEAR(now["sol_fraction"].get<double>(), t_sol / median, 1e-9);
+  EXPECT_EQ(b["memory_roof"].get<std::string>().rfind("dram", 0), 0u);
+}
+
 TEST(SuiteCli, HelpDocumentsColdAndHot) {
   const CommandResult r = run_command(kCli + " bench --help");
   EXPECT_NE(r.out.find("--cold"), std::string::npos);
   EXPECT_NE(r.out.find("Default: hot"), std::string::npos);
   EXPECT_NE(r.out.find("--repetitions"), std::string::npos);
   EXPECT_NE(r.out.find("--compare"), std::string::npos);
+  EXPECT_NE(r.out.find("--roof-now"), std::string::npos);
 }
 
 }  // namespace
