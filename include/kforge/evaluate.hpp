@@ -57,6 +57,7 @@ struct EvalResult {
   std::optional<Roofline> roofline;      // against the cached ceilings (the best ever measured)
   std::optional<Roofline> roofline_now;  // --roof-now: against the memory roof measured next to the timing
   std::optional<Bandwidth> bandwidth_now;  // that roof: STREAM's figures, before and after, best of each
+  double roof_now_change = 1;  // the largest ratio of a figure's before and after sides (1: steady)
   std::optional<Timing> baseline;
   std::string baseline_name;
   [[nodiscard]] bool passed() const { return disposition == Disposition::passed; }

@@ -116,6 +116,9 @@ void print_results(const std::vector<EvalResult>& results, bool json, bool bench
                    r.bandwidth_now->read * 1e-9, r.bandwidth_now->write * 1e-9, r.bandwidth_now->copy * 1e-9,
                    r.bandwidth_now->triad * 1e-9, 100 * r.roofline_now->sol_fraction,
                    r.roofline_now->memory_roof);
+      if (r.roofline_now && r.roof_now_change > 1.25)
+        fmt::print("  the roof changed {:.2f}x between before and after: the load changed during the run; "
+                   "repeat it\n", r.roof_now_change);
       if (r.baseline)
         fmt::print("  {}: median {:.4g} ms -> the kernel runs at {:.2f}x its speed\n", r.baseline_name,
                    r.baseline->median_s * 1e3, r.speedup());

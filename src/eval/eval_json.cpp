@@ -97,7 +97,8 @@ nlohmann::json EvalResult::to_json() const {
                      {"t_sol_s", roofline_now->t_sol_s},
                      {"bound", roofline_now->bound},
                      {"memory_roof", roofline_now->memory_roof},
-                     {"GBs", bandwidth_now->to_json()}};
+                     {"GBs", bandwidth_now->to_json()},
+                     {"before_after_ratio", roof_now_change}};
   }
   if (baseline) {
     j["baseline"] = {{"name", baseline_name}, {"median_s", baseline->median_s},
@@ -147,6 +148,7 @@ EvalResult EvalResult::from_json(const nlohmann::json& j) {
     r.roofline_now->bound = n.value("bound", "");
     r.roofline_now->memory_roof = n.value("memory_roof", "");
     r.bandwidth_now = Bandwidth::from_json(n.at("GBs"));
+    r.roof_now_change = n.value("before_after_ratio", 1.0);
   }
   if (j.contains("baseline")) {
     r.baseline_name = j.at("baseline").at("name");

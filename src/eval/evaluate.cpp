@@ -138,8 +138,16 @@ void time_and_check(const EvalRequest& req, Backend& backend, const Problem& pro
   const auto sample_roof = [&] {
     if (!req.measure.roof_now) return;
     const Bandwidth now = measure_bandwidth(backend, llc_roof);
-    if (r.bandwidth_now) r.bandwidth_now->keep_best(now);
-    else r.bandwidth_now = now;
+    if (!r.bandwidth_now) {
+      r.bandwidth_now = now;
+      return;
+    }
+    // How far the two sides disagree: a neighbour that started or stopped during the run.
+    const Bandwidth& before = *r.bandwidth_now;
+    for (auto [a, b] : {std::pair{before.read, now.read}, std::pair{before.write, now.write},
+                        std::pair{before.copy, now.copy}, std::pair{before.triad, now.triad}})
+      if (a > 0 && b > 0) r.roof_now_change = std::max(r.roof_now_change, std::max(a, b) / std::min(a, b));
+    r.bandwidth_now->keep_best(now);
   };
   sample_roof();
   if (base) {

@@ -80,6 +80,7 @@ TEST(BenchCli, RoofNowMeasuresTheRoofNextToTheKernel) {
   const Bandwidth bw = Bandwidth::from_json(now.at("GBs"));
   for (double f : {bw.read, bw.write, bw.copy, bw.triad}) EXPECT_GT(f, 1e8);
   EXPECT_EQ(now["bound"], "memory");
+  EXPECT_GE(now["before_after_ratio"].get<double>(), 1.0);
   EXPECT_EQ(now["memory_roof"].get<std::string>().rfind("dram", 0), 0u);
   const double median = b["median_s"], bytes = b["gbytes_s"].get<double>() * 1e9 * median;
   const double t_sol = now["t_sol_s"];
