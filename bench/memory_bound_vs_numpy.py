@@ -10,6 +10,10 @@ With `--before DIR`, each round also times the kernels of an older checkout's ke
 "kforge SOL" is against the cached ceilings (the best minute `kforge ceilings` ever measured);
 "SOL now" against the memory roof measured right before and after each kforge run
 (`kforge bench --roof-now`): the host's bandwidth swings 1.5x between minutes.
+"ns/el L2" is the kernel alone: nanoseconds per element on one thread with its data hot in L2
+(8 rows, plain stores); "cpu/mem" is that time spread over all cores divided by the memory's
+time at the roof of the minute: near 1 or above, the CPU's instructions, not the memory, are the
+limit, and the kernel reaches the roof only if computing and streaming overlap perfectly.
 Sizes default to 4096 x 8192 fp32 (128 MiB per tensor), four times the 32 MiB L3, so both sides
 stream from memory. CPU timings: kforge runs on all cores, numpy's ufuncs on one. numpy (and
 scipy, for GELU's erf) are installed with pip into build/bench-venv when missing (never a
@@ -145,6 +149,17 @@ def kforge_bench(kforge, problem, size):
                   "1", "--no-baseline", "--repetitions", "15", "--roof-now", "--json"])
 
 
+def in_cache_ns(kforge, problem, n):
+    """Nanoseconds per element of the kernel alone: one thread, 8 rows of n hot in L2, plain
+    stores (NT=0 where the kernel streams its output: streaming stores go to DRAM even then)."""
+    params = ["--no-db", "-p", "NT=0"] if not problem.startswith("reduce.") else []
+    t, _, _ = timed(f"kforge bench {problem} (in cache)",
+                    [kforge, "bench", problem, "--backend", "cpu", "--size", f"M=8,N={n}", "--threads",
+                     "1", "--quick", "--trials", "1", "--no-baseline", "--repetitions", "31", "--json"]
+                    + params)
+    return t * 1e9 / (8 * n)
+
+
 def spec_path(kernels, problem):
     """The cpu spec of a problem in a kernels/ folder: softmax, rmsnorm, activation.relu, ..."""
     family, _, fn = problem.partition(".")
@@ -187,26 +202,28 @@ def main():
 
     sizes = dict(kv.split("=") for kv in a.size.split(","))
     M, N = int(sizes["M"]), int(sizes["N"])
+    cores = len(os.sched_getaffinity(0))
     kforge = os.path.join(a.build, "kforge")
     peers = numpy_peers(np, M, N)
     print(f"kforge (cpu backend, all cores) vs numpy {np.__version__} (one core), fp32, M={M} N={N}, "
           f"{a.rounds} interleaved rounds")
     print("load before:", open("/proc/loadavg").read().split()[:3])
     header = (f"{'problem':22} {'kforge ms':>10} {'numpy ms':>10} {'numpy/kforge':>13} {'spread':>13} "
-              f"{'kforge SOL':>10} {'SOL now':>8} {'spread':>11}" + (f" {'before ms':>10} {'before/now':>11} {'spread':>13} "
+              f"{'kforge SOL':>10} {'SOL now':>8} {'spread':>11} {'ns/el L2':>8} {'cpu/mem':>7}" + (f" {'before ms':>10} {'before/now':>11} {'spread':>13} "
                                        f"{'before SOL':>10}" if a.before else ""))
     print(header, flush=True)
     for problem in a.problems.split(","):  # each row printed when its rounds are done
         state = peers[problem][0]()
         run = peers[problem][1]
         run(state)  # warm-up: first-touch page faults are not numpy's speed
-        ks, ns, sols, nows, bs, bsols = [], [], [], [], [], []
+        ks, ns, sols, nows, tsols, bs, bsols = [], [], [], [], [], [], []
         for _ in range(a.rounds):
             if a.before:
                 b, bsol, _ = before_bench(kforge, os.path.join(a.before, "kernels"), problem, a.size)
                 bs.append(b)
                 bsols.append(bsol)
             k, sol, now = kforge_bench(kforge, problem, a.size)
+            tsols.append(now * k)  # t_sol against the roof of the minute
             t = []
             for _ in range(a.reps):
                 t0 = time.perf_counter()
@@ -217,10 +234,14 @@ def main():
             sols.append(sol)
             nows.append(now)
         del state
+        # The instructions alone, spread over all cores, against the memory's time at the roof
+        # of the minute: near 1 or above, the kernel cannot stream at the roof on this CPU.
+        ns_el = in_cache_ns(kforge, problem, N)
+        cpu_mem = ns_el * 1e-9 * M * N / cores / median(tsols)
         ratios = [n / k for k, n in zip(ks, ns)]
         line = (f"{problem:22} {median(ks) * 1e3:10.2f} {median(ns) * 1e3:10.2f} {median(ratios):12.2f}x "
                 f"{min(ratios):6.2f}..{max(ratios):<6.2f} {median(sols) * 100:9.1f}% {median(nows) * 100:7.1f}% "
-                f"{f'{min(nows) * 100:.0f}..{max(nows) * 100:.0f}%':>11}")
+                f"{f'{min(nows) * 100:.0f}..{max(nows) * 100:.0f}%':>11} {ns_el:8.3f} {cpu_mem:7.2f}")
         if a.before:
             gains = [b / k for k, b in zip(ks, bs)]
             line += (f" {median(bs) * 1e3:10.2f} {median(gains):10.2f}x {min(gains):6.2f}..{max(gains):<6.2f} "
