@@ -67,7 +67,7 @@ struct Row {
   std::string problem;
   std::int64_t batch, time;
   std::string params, load;
-  std::vector<double> ratios, kforge_s, loop_s, sol, streams_gbs, kforge_gbs;
+  std::vector<double> ratios, kforge_s, loop_s, sol, sol_now, streams_gbs, kforge_gbs;
 };
 
 // The streams loop: `reads` input arrays and one output of batch*time floats; blocks of `lanes`
@@ -140,7 +140,7 @@ class Streams {
 };
 
 Row run_shape(Backend& backend, const std::string& name, std::int64_t batch, std::int64_t time,
-              int rounds, int threads, bool streams) {
+              int rounds, int threads, bool streams, bool roof_now) {
   const auto problem = find_problem(name);
   EvalRequest base;
   base.problem = name;
@@ -168,7 +168,7 @@ Row run_shape(Backend& backend, const std::string& name, std::int64_t batch, std
     if (e.passed() && e.timing && e.timing->median_s < best) best = e.timing->median_s, base.params = p;
   }
   if (best == 1e300) throw std::runtime_error("no configuration of " + name + " passed");
-  Row row{name, batch, time, "", load_average(), {}, {}, {}, {}};
+  Row row{name, batch, time, "", load_average(), {}, {}, {}, {}, {}};
   for (const auto& [k, v] : base.params) row.params += fmt::format("{}{}={}", row.params.empty() ? "" : ",", k, v);
   // The streams loop: the problem's (batch, time) tensors but the output read, the output
   // written; the scan's direction (scan.linear and the n-step window walk forward) and the
@@ -184,6 +184,7 @@ Row run_shape(Backend& backend, const std::string& name, std::int64_t batch, std
                                         threads == 0 ? static_cast<int>(std::thread::hardware_concurrency()) : threads);
   }
   base.baseline = true;
+  base.measure.roof_now = roof_now;
   for (int r = 0; r < rounds; ++r) {
     if (pattern) row.streams_gbs.push_back(pattern->bytes() / pattern->median_seconds(7) * 1e-9);
     const EvalResult e = evaluate(base, backend);
@@ -192,6 +193,7 @@ Row run_shape(Backend& backend, const std::string& name, std::int64_t batch, std
     row.kforge_s.push_back(e.timing->median_s);
     row.loop_s.push_back(e.baseline->median_s);
     row.sol.push_back(e.roofline ? e.roofline->sol_fraction : 0);
+    if (e.roofline_now) row.sol_now.push_back(e.roofline_now->sol_fraction);
     row.kforge_gbs.push_back(problem->bytes(base.sizes, DType::fp32) / e.timing->median_s * 1e-9);
   }
   return row;
@@ -207,7 +209,7 @@ int main(int argc, char** argv) {
   std::vector<std::int64_t> batches{1, 64, 4096}, times{128, 1024, 16384};
   std::int64_t max_elements = 1 << 24;
   int rounds = 3, threads = 0;
-  bool streams = false;
+  bool streams = false, roof_now = false;
   app.add_option("--problems", problems)->delimiter(',')->capture_default_str();
   app.add_option("--batch", batches)->delimiter(',')->capture_default_str();
   app.add_option("--time", times)->delimiter(',')->capture_default_str();
@@ -215,6 +217,8 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "interleaved kforge/loop rounds per shape")->capture_default_str();
   app.add_option("--threads", threads, "threads for both (0: all cores)")->capture_default_str();
   app.add_flag("--streams", streams, "also time a copy loop with each problem's traffic pattern");
+  app.add_flag("--roof-now", roof_now,
+               "also the SOL against the memory roof measured around each kforge run (kforge bench --roof-now)");
   CLI11_PARSE(app, argc, argv);
 
   auto backend = make_backend("cpu", {.threads = threads});
@@ -228,22 +232,24 @@ int main(int argc, char** argv) {
           continue;
         }
         fmt::print(stderr, "  {} batch={} time={} ...\n", p, b, t);
-        rows.push_back(run_shape(*backend, p, b, t, rounds, threads, streams));
+        rows.push_back(run_shape(*backend, p, b, t, rounds, threads, streams, roof_now));
       }
 
-  fmt::print("{:<22} {:>5} {:>6} {:>11} {:>11} {:>7} {:>12} {:>5} {:>5}  {}{}\n", "problem", "batch",
-             "time", "kforge ms", "loop ms", "ratio", "min..max", "SOL", "load", "parameters",
+  fmt::print("{:<22} {:>5} {:>6} {:>11} {:>11} {:>7} {:>12} {:>5}{} {:>5}  {}{}\n", "problem", "batch",
+             "time", "kforge ms", "loop ms", "ratio", "min..max", "SOL", roof_now ? "   now" : "", "load", "parameters",
              streams ? "  | kforge GB/s, streams GB/s, kforge/streams" : "");
   for (const auto& r : rows) {
     const auto [lo, hi] = std::minmax_element(r.ratios.begin(), r.ratios.end());
-    fmt::print("{:<22} {:>5} {:>6} {:>11.4f} {:>11.4f} {:>6.2f}x {:>5.2f}..{:<5.2f} {:>5.2f} {:>5}  {}\n",
+    fmt::print("{:<22} {:>5} {:>6} {:>11.4f} {:>11.4f} {:>6.2f}x {:>5.2f}..{:<5.2f} {:>5.2f}{} {:>5}  {}\n",
                r.problem, r.batch, r.time, median(r.kforge_s) * 1e3, median(r.loop_s) * 1e3,
-               median(r.ratios), *lo, *hi, median(r.sol), r.load, r.params);
+               median(r.ratios), *lo, *hi, median(r.sol),
+               r.sol_now.empty() ? "" : fmt::format(" {:>5.2f}", median(r.sol_now)), r.load, r.params);
     if (streams)
       fmt::print("    {:>6.1f} {:>6.1f} {:>5.2f}\n", median(r.kforge_gbs), median(r.streams_gbs),
                  median(r.kforge_gbs) / median(r.streams_gbs));
   }
   fmt::print("({} rounds each; ratio = loop median time / kforge median time, per round; SOL = "
-             "fraction of the measured bandwidth roof; load = 1-minute load average)\n", rounds);
+             "fraction of the measured bandwidth roof (cached: the best ever measured); now = against the roof "
+             "measured around each run (--roof-now); load = 1-minute load average)\n", rounds);
   return 0;
 }
