@@ -23,6 +23,7 @@ struct ReportPoint {
   std::string label, problem, kernel, backend, dtype, sizes, disposition;
   bool correct = false;
   double median_s = 0, gflops = 0, arithmetic_intensity = 0, sol_fraction = 0, speedup = 0;
+  std::optional<double> sol_now;  // against the roof measured around the run (--roof-now)
   std::optional<double> score;
   std::string bound;
 };

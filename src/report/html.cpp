@@ -27,6 +27,10 @@ std::string summary_html(const nlohmann::json& sm) {
   return s + "</table>\n";
 }
 
+std::string now_percent(const ReportPoint& p) {
+  return p.sol_now ? fmt::format("{:.1f}", 100 * *p.sol_now) : "-";
+}
+
 }  // namespace
 
 std::string report_html(const ReportData& d) {
@@ -45,19 +49,20 @@ std::string report_html(const ReportData& d) {
   s += roofline_svg(d);
   s += "<h2>Results</h2>\n<table class=\"results\">\n<tr><th>#</th><th class=\"l\">result</th>"
        "<th class=\"l\">sizes</th><th class=\"l\">status</th><th>time ms</th><th>GFLOP/s</th>"
-       "<th>FLOP/B</th><th>SOL %</th><th class=\"l\">bound</th><th>speedup</th><th>score</th></tr>\n";
+       "<th>FLOP/B</th><th>SOL %</th><th>SOL now %</th><th class=\"l\">bound</th><th>speedup</th><th>score</th></tr>\n";
   int i = 0;
   for (const auto& p : d.points)
     s += fmt::format(
         "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
-        "<td>{:.3f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td class=\"l\">{}</td>"
+        "<td>{:.3f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{}</td><td class=\"l\">{}</td>"
         "<td>{}</td><td>{}</td></tr>\n",
         ++i, xml_escape(p.label), xml_escape(p.sizes), xml_escape(p.disposition),
-        p.median_s * 1e3, p.gflops, p.arithmetic_intensity, 100 * p.sol_fraction,
+        p.median_s * 1e3, p.gflops, p.arithmetic_intensity, 100 * p.sol_fraction, now_percent(p),
         xml_escape(p.bound), p.speedup > 0 ? fmt::format("{:.2f}x", p.speedup) : "-",
         p.score ? fmt::format("{:.3f}", *p.score) : "-");
   s += "</table>\n";
-  s += "<p>SOL % = max(FLOPs / peak FLOP/s, bytes / peak bandwidth) / time. Score = "
+  s += "<p>SOL % = max(FLOPs / peak FLOP/s, bytes / peak bandwidth) / time; SOL now % the same "
+       "against the memory roof measured right before and after the run (<code>--roof-now</code>). Score = "
        "SOL-ExecBench's 1 / (1 + (T - T_sol) / (T_base - T_sol)): 0.5 at the baseline, 1 at "
        "the speed of light.</p>\n";
   s += "</body>\n</html>\n";
@@ -77,13 +82,13 @@ std::string report_markdown(const ReportData& d, const std::string& svg_file) {
     s += "\n";
   }
   s += fmt::format("![roofline]({})\n\n", svg_file);
-  s += "| # | result | sizes | status | time ms | GFLOP/s | FLOP/B | SOL % | bound | speedup | score |\n"
-       "|---:|---|---|---|---:|---:|---:|---:|---|---:|---:|\n";
+  s += "| # | result | sizes | status | time ms | GFLOP/s | FLOP/B | SOL % | SOL now % | bound | speedup | score |\n"
+       "|---:|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|\n";
   int i = 0;
   for (const auto& p : d.points)
-    s += fmt::format("| {} | {} | {} | {} | {:.3f} | {:.1f} | {:.1f} | {:.1f} | {} | {} | {} |\n",
+    s += fmt::format("| {} | {} | {} | {} | {:.3f} | {:.1f} | {:.1f} | {:.1f} | {} | {} | {} | {} |\n",
                      ++i, p.label, p.sizes, p.disposition, p.median_s * 1e3, p.gflops,
-                     p.arithmetic_intensity, 100 * p.sol_fraction, p.bound,
+                     p.arithmetic_intensity, 100 * p.sol_fraction, now_percent(p), p.bound,
                      p.speedup > 0 ? fmt::format("{:.2f}x", p.speedup) : "-",
                      p.score ? fmt::format("{:.3f}", *p.score) : "-");
   return s;

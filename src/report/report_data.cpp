@@ -30,6 +30,7 @@ ReportPoint point_from(const nlohmann::json& r) {
   p.gflops = r.value("gflops", 0.0);
   p.arithmetic_intensity = r.value("arithmetic_intensity", 0.0);
   p.sol_fraction = r.value("sol_fraction", 0.0);
+  if (r.contains("roof_now")) p.sol_now = r["roof_now"].value("sol_fraction", 0.0);
   p.speedup = r.value("speedup_vs_baseline", 0.0);
   if (r.contains("sol_score") && r["sol_score"].is_number()) p.score = r["sol_score"].get<double>();
   p.bound = r.value("bound", "");

@@ -111,6 +111,21 @@ TEST(Report, HtmlIsWellFormedAndFilesAreWritten) {
   EXPECT_EQ(count(text.str(), "| gemm.cpu"), 2);
 }
 
+// --roof-now results carry a second SOL; the tables show it, "-" where a result has none.
+TEST(Report, ShowsTheSolAgainstTheRoofOfTheMinute) {
+  nlohmann::json doc = suite_doc();
+  doc["benchmarks"][0]["roof_now"] = {{"sol_fraction", 0.8125}, {"GBs", {{"read", 1.0}}}};
+  const ReportData d = report_data(doc);
+  ASSERT_TRUE(d.points[0].sol_now);
+  EXPECT_DOUBLE_EQ(*d.points[0].sol_now, 0.8125);
+  EXPECT_FALSE(d.points[1].sol_now);
+  const std::string md = report_markdown(d, "roofline.svg");
+  EXPECT_NE(md.find("| SOL now % |"), std::string::npos);
+  EXPECT_NE(md.find("| 25.0 | 81.2 | compute |"), std::string::npos);
+  EXPECT_NE(md.find("| 25.0 | - | compute |"), std::string::npos);
+  EXPECT_NE(report_html(d).find("<td>81.2</td>"), std::string::npos);
+}
+
 TEST(Report, EscapesText) {
   nlohmann::json doc = result("cpu", 10, 10);
   doc["kernel"] = "<script>&";
