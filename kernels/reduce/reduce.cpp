@@ -8,8 +8,8 @@
 // row (grid x), each one chunk; they exchange partials through a slot in shared memory and wait
 // for each other (a row barrier), and block 0 writes the combination.
 // axis 0: a block owns COLS columns and walks down the rows FOLD at a time, folding each row's
-// COLS contiguous values into COLS/VW vector accumulators (in L1/L2), with the next FOLD rows
-// prefetched: long contiguous runs for DRAM, one accumulator update per four rows. Few column
+// COLS contiguous values into COLS/VW vector accumulators (in L1/L2), each row prefetched PF
+// elements ahead: long contiguous runs for DRAM, one accumulator update per FOLD rows. Few column
 // tiles (N/COLS < 2 x threads): up to SPLIT blocks share a tile, each a range of rows, and
 // combine the same way.
 // The pool hands out blocks in index order and the blocks of a group are adjacent (the split is
@@ -23,7 +23,9 @@
 //   COLS   columns per block (axis 0; a multiple of 16): at least N keeps each block's reads
 //          whole contiguous rows (4096 x 8192 sum: 0.92 of the read roof against 0.45 with
 //          COLS 1024, whose 4 KB row segments are each one page: the prefetcher restarts on each)
-//   FOLD   rows folded per accumulator update (axis 0): 4 (0.92) beat 8 (0.82), 2 (0.54-0.73), 1 (0.37-0.52)
+//   FOLD   rows folded per accumulator update (axis 0; 8: the accumulator traffic an eighth of
+//          the reads; 16 streams too many rows at once)
+//   PF     elements ahead of the loads that each row is prefetched into L2 (axis 0; 0: none)
 //   SPLIT  most blocks that share one row or column tile
 // Each axis's spec defines only its own parameters.
 #ifndef ACC
@@ -36,7 +38,10 @@
 #define COLS 16
 #endif
 #ifndef FOLD
-#define FOLD 4
+#define FOLD 8
+#endif
+#ifndef PF
+#define PF 512
 #endif
 
 // The vector helpers (kf_vf, kf_load, kf_exchange, ...) are the cpu prelude's.
@@ -121,31 +126,32 @@ static void axis1_block(const kf_ctx& ctx, const T* X, T* Y, int M, int N) {
 // --- axis 0: each column --------------------------------------------------------------------
 #define CV (COLS / KF_VW + 1)  // accumulator vectors per column tile (+1: a partial one)
 
-// Folds rows [i, i + R) of the tile's vector c (each at x + r * N) into (v, at): sum and max
-// combine the R rows as a tree first (one accumulator update per R rows), argmax takes them in
-// order with a strict compare, so each lane keeps the first maximum down its column.
+// Folds rows [i, i + R) of the tile's vector c (each at x + r * N) into (v, at). Sum and max
+// load the R rows first and combine them as a tree (independent adds, one accumulator update
+// per R rows); argmax takes them in order with a strict compare, so each lane keeps the first
+// maximum down its column.
 template <int O, int R, class Load>
 static inline void fold_rows(vf& v, vi& at, long long i, long long N, Load load) {
-  if constexpr (O == kSum) {
-    vf s = load(0);
-    for (int r = 1; r < R; ++r) s += load(r * N);
-    v += s;
-  } else if constexpr (O == kMax) {
-    vf m = load(0);
-    for (int r = 1; r < R; ++r) m = kf_max(m, load(r * N));
-    v = kf_max(v, m);
-  } else {
+  if constexpr (O == kArgmax) {
     for (int r = 0; r < R; ++r) {
       const vf x_v = load(r * N);
       const vi better = x_v > v;
       v = better ? x_v : v;
       at = better ? kf_vi{} + (int)(i + r) : at;
     }
+  } else {
+    vf x[R];
+    for (int r = 0; r < R; ++r) x[r] = load(r * N);
+    for (int step = 1; step < R; step *= 2)
+      for (int r = 0; r + step < R; r += 2 * step) x[r] = O == kSum ? x[r] + x[r + step] : kf_max(x[r], x[r + step]);
+    v = O == kSum ? v + x[0] : kf_max(v, x[0]);
   }
 }
 
-// Rows [i0, i1) of the column tile [c0, c0 + w) into (v, at), R rows at a time: each row's w
-// values are contiguous, the tile's accumulators stay in L1, and the next rows are prefetched.
+// Rows [i0, i1) of the column tile [c0, c0 + w) into (v, at), R rows at a time: R streams of
+// contiguous values, each prefetched PF elements ahead into L2 (the accumulators and the
+// current lines stay in L1; prefetching the next R rows instead, a whole tile width ahead,
+// ran at 0.73 of a row sum: those lines wait too long and crowd out the accumulators).
 template <int O, int R>
 static void fold_tile(const T* X, long long N, long long c0, long long w, long long i0, long long i1,
                       vf* v, vi* at) {
@@ -156,8 +162,8 @@ static void fold_tile(const T* X, long long N, long long c0, long long w, long l
     const T* x = X + i * N + c0;
     for (long long c = 0; c < full; ++c) {
       const T* xc = x + c * KF_VW;
-      if (i + 2 * R <= i1)
-        for (int r = 0; r < R; ++r) __builtin_prefetch(xc + (R + r) * N);
+      if constexpr (PF > 0)
+        for (int r = 0; r < R; ++r) __builtin_prefetch(xc + r * N + PF, 0, 2);
       fold_rows<O, R>(v[c], at[c], i, N, [&](long long o) { return kf_load(xc + o); });
     }
     if (tail) {
