@@ -149,9 +149,10 @@ static inline void fold_rows(vf& v, vi& at, long long i, long long N, Load load)
 }
 
 // Rows [i0, i1) of the column tile [c0, c0 + w) into (v, at), R rows at a time: R streams of
-// contiguous values, each prefetched PF elements ahead into L2 (the accumulators and the
-// current lines stay in L1; prefetching the next R rows instead, a whole tile width ahead,
-// ran at 0.73 of a row sum: those lines wait too long and crowd out the accumulators).
+// contiguous values, each prefetched PF elements ahead into L2, near the tile's end the start
+// of the next R rows (so a tile narrower than a row does not start each block cold). The
+// accumulators and the current lines stay in L1; prefetching the next R rows a whole tile
+// width ahead instead (the old walk) ran at 0.73 of a row sum: those lines waited too long.
 template <int O, int R>
 static void fold_tile(const T* X, long long N, long long c0, long long w, long long i0, long long i1,
                       vf* v, vi* at) {
@@ -162,8 +163,10 @@ static void fold_tile(const T* X, long long N, long long c0, long long w, long l
     const T* x = X + i * N + c0;
     for (long long c = 0; c < full; ++c) {
       const T* xc = x + c * KF_VW;
-      if constexpr (PF > 0)
-        for (int r = 0; r < R; ++r) __builtin_prefetch(xc + r * N + PF, 0, 2);
+      if constexpr (PF > 0) {  // past the tile's end each stream goes on in the next R rows
+        const T* pf = c * KF_VW + PF < w ? xc + PF : xc + PF - w + R * N;
+        for (int r = 0; r < R; ++r) __builtin_prefetch(pf + r * N, 0, 2);
+      }
       fold_rows<O, R>(v[c], at[c], i, N, [&](long long o) { return kf_load(xc + o); });
     }
     if (tail) {
