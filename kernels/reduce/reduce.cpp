@@ -10,11 +10,12 @@
 // axis 0: a block owns COLS columns and walks down the rows FOLD at a time, folding each row's
 // COLS contiguous values into COLS/VW vector accumulators (in L1/L2), each row prefetched PF
 // elements ahead: long contiguous runs for DRAM, one accumulator update per FOLD rows. Few column
-// tiles (N/COLS < 2 x threads): up to SPLIT blocks share a tile, each a range of rows, and
-// combine the same way.
-// The pool hands out blocks in index order and the blocks of a group are adjacent (the split is
-// the grid's x), so with at most one block per thread in a group every block it waits for has a
-// thread: no deadlock.
+// tiles (N/COLS < 2 x threads): up to SPLIT blocks share a tile, each a range of rows (more
+// ranges than threads: they balance a loaded machine); the last to finish combines them, so no
+// block waits for another.
+// axis 1's row barrier: the pool hands out blocks in index order and the blocks of a row are
+// adjacent (the split is the grid's x), so with at most one block per thread in a row every
+// block it waits for has a thread: no deadlock.
 //
 // Parameters (all #defines):
 //   VW     SIMD width in floats: 8 (AVX2), 16 (AVX-512), 0 = the widest the compiler targets
@@ -177,33 +178,58 @@ static void fold_tile(const T* X, long long N, long long c0, long long w, long l
   for (; i < i1; ++i) fold_tile<O, 1>(X, N, c0, w, i, i + 1, v, at);
 }
 
+// The blocks sharing a column tile (the grid's x) each take an even range of its rows. Where the
+// rows allow there are more of them than threads, taken as threads come free, so a thread the
+// machine runs late does not hold the others up (one range per thread, joined at a barrier,
+// ran 2048 x 8192 at 0.67 of a row sum on the loaded machine). Each block publishes its
+// accumulators in the tile's slot and the last to finish combines them in row order: no block
+// waits for another, and the result does not depend on which thread ran which range.
+constexpr int kSlots = 256, kRanges = 16;  // tiles shared at once (beyond: none), ranges per tile
+static vf* tile_slot(long long t) {  // kRanges x (CV value vectors, CV index vectors)
+  static vf* slot[kSlots];
+  vf* s = __atomic_load_n(&slot[t], __ATOMIC_ACQUIRE);
+  if (s) return s;
+  vf* fresh = new vf[kRanges * 2 * CV];
+  if (__atomic_compare_exchange_n(&slot[t], &s, fresh, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return fresh;
+  delete[] fresh;  // another block of the tile was first
+  return s;
+}
+
 template <int O>
 static void axis0_block(const kf_ctx& ctx, const T* X, T* Y, int M, int N) {
-  const long long tiles = ctx.grid_dim.y;
-  const int P = kf_sharers(ctx, tiles), p = (int)ctx.block_idx.x;
+  const long long tiles = ctx.grid_dim.y, t = ctx.block_idx.y;
+  const bool share = tiles < 2 * ctx.workers && tiles <= kSlots;
+  const int P = !share ? 1 : ctx.grid_dim.x < kRanges ? (int)ctx.grid_dim.x : kRanges, p = (int)ctx.block_idx.x;
   if (p >= P) return;
-  const long long c0 = ctx.block_idx.y * (long long)COLS, w = c0 + COLS < N ? COLS : N - c0;
+  const long long c0 = t * COLS, w = c0 + COLS < N ? COLS : N - c0, nv = (w + KF_VW - 1) / KF_VW;
   const long long per = (M + P - 1) / P;
   const long long i0 = p * per < M ? p * per : M, i1 = i0 + per < M ? i0 + per : M;
   vf v[CV];
   vi at[CV];
   for (int c = 0; c < CV; ++c) v[c] = kf_splat(O == kSum ? 0.0f : -__builtin_inff()), at[c] = kf_vi{};
   fold_tile<O, FOLD>(X, N, c0, w, i0, i1, v, at);
-  static thread_local float mine[2 * COLS];  // (value, index) per column of the tile
-  for (long long c = 0; c < w; ++c)
-    mine[2 * c] = v[c / KF_VW][c % KF_VW], mine[2 * c + 1] = (float)at[c / KF_VW][c % KF_VW];
   if (P > 1) {
-    static thread_local float all[16][2 * COLS];  // P <= SPLIT <= 16
-    kf_exchange<2 * COLS>(ctx.block_idx.y, p, P, mine, all);
-    if (p != 0) return;
-    for (long long c = 0; c < w; ++c) {
-      State s = identity<O>();
-      for (int q = 0; q < P; ++q)
-        if (q * per < M) s = combine<O>(s, {all[q][2 * c], all[q][2 * c + 1]});
-      mine[2 * c] = s.v, mine[2 * c + 1] = s.at;
+    static int finished[kSlots];
+    vf* slot = tile_slot(t);
+    for (long long c = 0; c < nv; ++c) slot[(2 * p) * CV + c] = v[c], slot[(2 * p + 1) * CV + c] = (vf)at[c];
+    if (__atomic_add_fetch(&finished[t], 1, __ATOMIC_ACQ_REL) != P) return;
+    __atomic_store_n(&finished[t], 0, __ATOMIC_RELAXED);  // for the next launch (after this one)
+    for (long long c = 0; c < nv; ++c) {  // ranges in row order: argmax keeps the first maximum
+      v[c] = slot[c], at[c] = (vi)slot[CV + c];
+      for (int q = 1; q < P; ++q) {
+        const vf x_v = slot[2 * q * CV + c];
+        if constexpr (O == kSum) v[c] += x_v;
+        if constexpr (O == kMax) v[c] = kf_max(v[c], x_v);
+        if constexpr (O == kArgmax) {
+          const vi better = x_v > v[c];
+          v[c] = better ? x_v : v[c];
+          at[c] = better ? (vi)slot[(2 * q + 1) * CV + c] : at[c];
+        }
+      }
     }
   }
-  for (long long c = 0; c < w; ++c) Y[c0 + c] = kf_from_f32(O == kArgmax ? mine[2 * c + 1] : mine[2 * c]);
+  for (long long c = 0; c < w; ++c)
+    Y[c0 + c] = kf_from_f32(O == kArgmax ? (float)at[c / KF_VW][c % KF_VW] : v[c / KF_VW][c % KF_VW]);
 }
 
 #define KF_REDUCE(op, O)                                                                    \

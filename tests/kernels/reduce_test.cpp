@@ -100,6 +100,24 @@ TEST(ReduceCpu, ColumnFoldsLeaveNoRowOrTypeBehind) {
   EXPECT_TRUE(evaluate(req, *backend).passed());
 }
 
+// A tile's rows in more ranges than threads (16 at M = 4099), combined by the last range to
+// finish in row order: tied maxima in different ranges (integer inputs) keep the first; two
+// column tiles shared at once, the second a partial one.
+TEST(ReduceCpu, ColumnRangesCombineInRowOrder) {
+  auto backend = make_backend("cpu");
+  EvalRequest req = library_request("reduce.argmax_axis0", "cpu", {{"M", 4099}, {"N", 33}}, DType::fp32);
+  req.verify.distributions = {Distribution::integers};
+  req.verify.thorough = false;
+  EvalResult r = evaluate(req, *backend);
+  EXPECT_TRUE(r.passed()) << describe(r);
+  for (const char* p : {"reduce.sum_axis0", "reduce.argmax_axis0"}) {
+    req = library_request(p, "cpu", {{"M", 1031}, {"N", 20011}}, DType::fp32);
+    req.verify.thorough = false;
+    r = evaluate(req, *backend);
+    EXPECT_TRUE(r.passed()) << p << " " << describe(r);
+  }
+}
+
 TEST(ReduceCli, ArgmaxRefusesIndicesBeyondFp32) {
   const auto r = test::kforge_cli("verify reduce.argmax_axis1 --backend cpu --size M=1,N=16777217");
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
