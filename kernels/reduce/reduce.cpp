@@ -8,13 +8,14 @@
 // row (grid x), each one chunk; they exchange partials through a slot in shared memory and wait
 // for each other (a row barrier), and block 0 writes the combination.
 // axis 0: a block owns COLS columns and walks down the rows FOLD at a time, folding each row's
-// COLS contiguous values into COLS/VW vector accumulators (in L1/L2), with the next FOLD rows
-// prefetched: long contiguous runs for DRAM, one accumulator update per four rows. Few column
-// tiles (N/COLS < 2 x threads): up to SPLIT blocks share a tile, each a range of rows, and
-// combine the same way.
-// The pool hands out blocks in index order and the blocks of a group are adjacent (the split is
-// the grid's x), so with at most one block per thread in a group every block it waits for has a
-// thread: no deadlock.
+// COLS contiguous values into COLS/VW vector accumulators (in L1/L2), each row prefetched PF
+// elements ahead: long contiguous runs for DRAM, one accumulator update per FOLD rows. Few column
+// tiles (N/COLS < 2 x threads): up to SPLIT blocks share a tile, each a range of rows (more
+// ranges than threads: they balance a loaded machine); the last to finish combines them, so no
+// block waits for another.
+// axis 1's row barrier: the pool hands out blocks in index order and the blocks of a row are
+// adjacent (the split is the grid's x), so with at most one block per thread in a row every
+// block it waits for has a thread: no deadlock.
 //
 // Parameters (all #defines):
 //   VW     SIMD width in floats: 8 (AVX2), 16 (AVX-512), 0 = the widest the compiler targets
@@ -23,7 +24,9 @@
 //   COLS   columns per block (axis 0; a multiple of 16): at least N keeps each block's reads
 //          whole contiguous rows (4096 x 8192 sum: 0.92 of the read roof against 0.45 with
 //          COLS 1024, whose 4 KB row segments are each one page: the prefetcher restarts on each)
-//   FOLD   rows folded per accumulator update (axis 0): 4 (0.92) beat 8 (0.82), 2 (0.54-0.73), 1 (0.37-0.52)
+//   FOLD   rows folded per accumulator update (axis 0; 8: the accumulator traffic an eighth of
+//          the reads; 16 streams too many rows at once)
+//   PF     elements ahead of the loads that each row is prefetched into L2 (axis 0; 0: none)
 //   SPLIT  most blocks that share one row or column tile
 // Each axis's spec defines only its own parameters.
 #ifndef ACC
@@ -36,7 +39,10 @@
 #define COLS 16
 #endif
 #ifndef FOLD
-#define FOLD 4
+#define FOLD 8
+#endif
+#ifndef PF
+#define PF 512
 #endif
 
 // The vector helpers (kf_vf, kf_load, kf_exchange, ...) are the cpu prelude's.
@@ -121,31 +127,33 @@ static void axis1_block(const kf_ctx& ctx, const T* X, T* Y, int M, int N) {
 // --- axis 0: each column --------------------------------------------------------------------
 #define CV (COLS / KF_VW + 1)  // accumulator vectors per column tile (+1: a partial one)
 
-// Folds rows [i, i + R) of the tile's vector c (each at x + r * N) into (v, at): sum and max
-// combine the R rows as a tree first (one accumulator update per R rows), argmax takes them in
-// order with a strict compare, so each lane keeps the first maximum down its column.
+// Folds rows [i, i + R) of the tile's vector c (each at x + r * N) into (v, at). Sum and max
+// load the R rows first and combine them as a tree (independent adds, one accumulator update
+// per R rows); argmax takes them in order with a strict compare, so each lane keeps the first
+// maximum down its column.
 template <int O, int R, class Load>
 static inline void fold_rows(vf& v, vi& at, long long i, long long N, Load load) {
-  if constexpr (O == kSum) {
-    vf s = load(0);
-    for (int r = 1; r < R; ++r) s += load(r * N);
-    v += s;
-  } else if constexpr (O == kMax) {
-    vf m = load(0);
-    for (int r = 1; r < R; ++r) m = kf_max(m, load(r * N));
-    v = kf_max(v, m);
-  } else {
+  if constexpr (O == kArgmax) {
     for (int r = 0; r < R; ++r) {
       const vf x_v = load(r * N);
       const vi better = x_v > v;
       v = better ? x_v : v;
       at = better ? kf_vi{} + (int)(i + r) : at;
     }
+  } else {
+    vf x[R];
+    for (int r = 0; r < R; ++r) x[r] = load(r * N);
+    for (int step = 1; step < R; step *= 2)
+      for (int r = 0; r + step < R; r += 2 * step) x[r] = O == kSum ? x[r] + x[r + step] : kf_max(x[r], x[r + step]);
+    v = O == kSum ? v + x[0] : kf_max(v, x[0]);
   }
 }
 
-// Rows [i0, i1) of the column tile [c0, c0 + w) into (v, at), R rows at a time: each row's w
-// values are contiguous, the tile's accumulators stay in L1, and the next rows are prefetched.
+// Rows [i0, i1) of the column tile [c0, c0 + w) into (v, at), R rows at a time: R streams of
+// contiguous values, each prefetched PF elements ahead into L2, near the tile's end the start
+// of the next R rows (so a tile narrower than a row does not start each block cold). The
+// accumulators and the current lines stay in L1; prefetching the next R rows a whole tile
+// width ahead instead (the old walk) ran at 0.65-0.87 of a row sum: those lines waited too long.
 template <int O, int R>
 static void fold_tile(const T* X, long long N, long long c0, long long w, long long i0, long long i1,
                       vf* v, vi* at) {
@@ -156,8 +164,10 @@ static void fold_tile(const T* X, long long N, long long c0, long long w, long l
     const T* x = X + i * N + c0;
     for (long long c = 0; c < full; ++c) {
       const T* xc = x + c * KF_VW;
-      if (i + 2 * R <= i1)
-        for (int r = 0; r < R; ++r) __builtin_prefetch(xc + (R + r) * N);
+      if constexpr (PF > 0) {  // past the tile's end each stream goes on in the next R rows
+        const T* pf = c * KF_VW + PF < w ? xc + PF : xc + PF - w + R * N;
+        for (int r = 0; r < R; ++r) __builtin_prefetch(pf + r * N, 0, 2);
+      }
       fold_rows<O, R>(v[c], at[c], i, N, [&](long long o) { return kf_load(xc + o); });
     }
     if (tail) {
@@ -168,33 +178,58 @@ static void fold_tile(const T* X, long long N, long long c0, long long w, long l
   for (; i < i1; ++i) fold_tile<O, 1>(X, N, c0, w, i, i + 1, v, at);
 }
 
+// The blocks sharing a column tile (the grid's x) each take an even range of its rows. Where the
+// rows allow there are more of them than threads, taken as threads come free, so a thread the
+// machine runs late does not hold the others up (one range per thread, joined at a barrier,
+// ran 2048 x 8192 at 0.67 of a row sum on the loaded machine). Each block publishes its
+// accumulators in the tile's slot and the last to finish combines them in row order: no block
+// waits for another, and the result does not depend on which thread ran which range.
+constexpr int kSlots = 256, kRanges = 16;  // tiles shared at once (beyond: none), ranges per tile
+static vf* tile_slot(long long t) {  // kRanges x (CV value vectors, CV index vectors)
+  static vf* slot[kSlots];
+  vf* s = __atomic_load_n(&slot[t], __ATOMIC_ACQUIRE);
+  if (s) return s;
+  vf* fresh = new vf[kRanges * 2 * CV];
+  if (__atomic_compare_exchange_n(&slot[t], &s, fresh, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return fresh;
+  delete[] fresh;  // another block of the tile was first
+  return s;
+}
+
 template <int O>
 static void axis0_block(const kf_ctx& ctx, const T* X, T* Y, int M, int N) {
-  const long long tiles = ctx.grid_dim.y;
-  const int P = kf_sharers(ctx, tiles), p = (int)ctx.block_idx.x;
+  const long long tiles = ctx.grid_dim.y, t = ctx.block_idx.y;
+  const bool share = tiles < 2 * ctx.workers && tiles <= kSlots;
+  const int P = !share ? 1 : ctx.grid_dim.x < kRanges ? (int)ctx.grid_dim.x : kRanges, p = (int)ctx.block_idx.x;
   if (p >= P) return;
-  const long long c0 = ctx.block_idx.y * (long long)COLS, w = c0 + COLS < N ? COLS : N - c0;
+  const long long c0 = t * COLS, w = c0 + COLS < N ? COLS : N - c0, nv = (w + KF_VW - 1) / KF_VW;
   const long long per = (M + P - 1) / P;
   const long long i0 = p * per < M ? p * per : M, i1 = i0 + per < M ? i0 + per : M;
   vf v[CV];
   vi at[CV];
   for (int c = 0; c < CV; ++c) v[c] = kf_splat(O == kSum ? 0.0f : -__builtin_inff()), at[c] = kf_vi{};
   fold_tile<O, FOLD>(X, N, c0, w, i0, i1, v, at);
-  static thread_local float mine[2 * COLS];  // (value, index) per column of the tile
-  for (long long c = 0; c < w; ++c)
-    mine[2 * c] = v[c / KF_VW][c % KF_VW], mine[2 * c + 1] = (float)at[c / KF_VW][c % KF_VW];
   if (P > 1) {
-    static thread_local float all[16][2 * COLS];  // P <= SPLIT <= 16
-    kf_exchange<2 * COLS>(ctx.block_idx.y, p, P, mine, all);
-    if (p != 0) return;
-    for (long long c = 0; c < w; ++c) {
-      State s = identity<O>();
-      for (int q = 0; q < P; ++q)
-        if (q * per < M) s = combine<O>(s, {all[q][2 * c], all[q][2 * c + 1]});
-      mine[2 * c] = s.v, mine[2 * c + 1] = s.at;
+    static int finished[kSlots];
+    vf* slot = tile_slot(t);
+    for (long long c = 0; c < nv; ++c) slot[(2 * p) * CV + c] = v[c], slot[(2 * p + 1) * CV + c] = (vf)at[c];
+    if (__atomic_add_fetch(&finished[t], 1, __ATOMIC_ACQ_REL) != P) return;
+    __atomic_store_n(&finished[t], 0, __ATOMIC_RELAXED);  // for the next launch (after this one)
+    for (long long c = 0; c < nv; ++c) {  // ranges in row order: argmax keeps the first maximum
+      v[c] = slot[c], at[c] = (vi)slot[CV + c];
+      for (int q = 1; q < P; ++q) {
+        const vf x_v = slot[2 * q * CV + c];
+        if constexpr (O == kSum) v[c] += x_v;
+        if constexpr (O == kMax) v[c] = kf_max(v[c], x_v);
+        if constexpr (O == kArgmax) {
+          const vi better = x_v > v[c];
+          v[c] = better ? x_v : v[c];
+          at[c] = better ? (vi)slot[(2 * q + 1) * CV + c] : at[c];
+        }
+      }
     }
   }
-  for (long long c = 0; c < w; ++c) Y[c0 + c] = kf_from_f32(O == kArgmax ? mine[2 * c + 1] : mine[2 * c]);
+  for (long long c = 0; c < w; ++c)
+    Y[c0 + c] = kf_from_f32(O == kArgmax ? (float)at[c / KF_VW][c % KF_VW] : v[c / KF_VW][c % KF_VW]);
 }
 
 #define KF_REDUCE(op, O)                                                                    \

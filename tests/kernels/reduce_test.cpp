@@ -81,6 +81,43 @@ TEST(ReduceCpu, LongReductionSharedByFiveThreads) {
   }
 }
 
+// The axis-0 walk folds FOLD rows at a time (sum and max as a tree of loads) and the rest of
+// the band row by row: rows not a multiple of any FOLD, a partial vector, 16-bit storage, and
+// the fold and prefetch settings at their ends.
+TEST(ReduceCpu, ColumnFoldsLeaveNoRowOrTypeBehind) {
+  auto backend = make_backend("cpu");
+  for (const char* p : {"reduce.sum_axis0", "reduce.max_axis0", "reduce.argmax_axis0"})
+    for (const ParamValues& params : {ParamValues{}, ParamValues{{"FOLD", 16}, {"PF", 0}}, ParamValues{{"FOLD", 2}, {"PF", 2048}}})
+      for (DType t : {DType::fp32, DType::bf16}) {
+        if (t != DType::fp32 && std::string(p).find("argmax") != std::string::npos) continue;
+        EvalRequest req = library_request(p, "cpu", {{"M", 67}, {"N", 131}}, t);
+        req.params = params;
+        req.verify.thorough = false;
+        const EvalResult r = evaluate(req, *backend);
+        EXPECT_TRUE(r.passed()) << p << " " << describe(r);
+      }
+  EvalRequest req = library_request("reduce.sum_axis0", "cpu", {{"M", 1031}, {"N", 17}}, DType::fp16);
+  EXPECT_TRUE(evaluate(req, *backend).passed());
+}
+
+// A tile's rows in more ranges than threads (16 at M = 4099), combined by the last range to
+// finish in row order: tied maxima in different ranges (integer inputs) keep the first; two
+// column tiles shared at once, the second a partial one.
+TEST(ReduceCpu, ColumnRangesCombineInRowOrder) {
+  auto backend = make_backend("cpu");
+  EvalRequest req = library_request("reduce.argmax_axis0", "cpu", {{"M", 4099}, {"N", 33}}, DType::fp32);
+  req.verify.distributions = {Distribution::integers};
+  req.verify.thorough = false;
+  EvalResult r = evaluate(req, *backend);
+  EXPECT_TRUE(r.passed()) << describe(r);
+  for (const char* p : {"reduce.sum_axis0", "reduce.argmax_axis0"}) {
+    req = library_request(p, "cpu", {{"M", 1031}, {"N", 20011}}, DType::fp32);
+    req.verify.thorough = false;
+    r = evaluate(req, *backend);
+    EXPECT_TRUE(r.passed()) << p << " " << describe(r);
+  }
+}
+
 TEST(ReduceCli, ArgmaxRefusesIndicesBeyondFp32) {
   const auto r = test::kforge_cli("verify reduce.argmax_axis1 --backend cpu --size M=1,N=16777217");
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
