@@ -164,8 +164,12 @@ static void fold_tile(const T* X, long long N, long long c0, long long w, long l
     const T* x = X + i * N + c0;
     for (long long c = 0; c < full; ++c) {
       const T* xc = x + c * KF_VW;
-      if constexpr (PF > 0) {  // past the tile's end each stream goes on in the next R rows
-        const T* pf = c * KF_VW + PF < w ? xc + PF : xc + PF - w + R * N;
+      // Past the tile's end each stream goes on in the next R rows, where the range has them
+      // (and one row more: PF may run past the tile's last column into the following row), so
+      // no address is formed beyond the tensor.
+      const bool within = c * KF_VW + PF < w;
+      if (PF > 0 && (within || i + 2 * R < i1)) {
+        const T* pf = within ? xc + PF : xc + PF - w + R * N;
         for (int r = 0; r < R; ++r) __builtin_prefetch(pf + r * N, 0, 2);
       }
       fold_rows<O, R>(v[c], at[c], i, N, [&](long long o) { return kf_load(xc + o); });
