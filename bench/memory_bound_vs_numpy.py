@@ -14,12 +14,13 @@ With `--before DIR`, each round also times the kernels of an older checkout's ke
 (8 rows, plain stores); "cpu/mem" is that time spread over all cores divided by the memory's
 time at the roof of the minute: near 1 or above, the CPU's instructions, not the memory, are the
 limit, and the kernel reaches the roof only if computing and streaming overlap perfectly.
-Sizes default to 4096 x 8192 fp32 (128 MiB per tensor), four times the 32 MiB L3, so both sides
-stream from memory. CPU timings: kforge runs on all cores, numpy's ufuncs on one. numpy (and
+Sizes default to N = 8192 and M rows enough for each tensor to hold twice the last-level cache
+(at least 4096 rows, 128 MiB): 4096 x 8192 with a 32 MiB L3, 17408 x 8192 (544 MiB) with a
+260 MiB one, so both sides stream from memory. CPU timings: kforge runs on all cores, numpy's ufuncs on one. numpy (and
 scipy, for GELU's erf) are installed with pip into build/bench-venv when missing (never a
 dependency of kforge).
 
-usage: bench/memory_bound_vs_numpy.py [--build build] [--size M=4096,N=8192] [--rounds 3]
+usage: bench/memory_bound_vs_numpy.py [--build build] [--size M=...,N=8192] [--rounds 3]
                                       [--problems a,b,...] [--before DIR]
 """
 import argparse
@@ -178,6 +179,24 @@ def before_bench(kforge, kernels, problem, size):
                   doc["entry"], "--quick", "--trials", "1", "--bench", "--json"])
 
 
+def llc_bytes():
+    """The largest cache sysfs lists for cpu0 (32 MiB when it lists none)."""
+    best = 32 << 20
+    for i in range(8):
+        try:
+            s = open(f"/sys/devices/system/cpu/cpu0/cache/index{i}/size").read().strip()
+        except OSError:
+            break
+        best = max(best, int(s[:-1]) << {"K": 10, "M": 20}[s[-1]] if s[-1] in "KM" else int(s))
+    return best
+
+
+def default_size(n=8192):
+    """M x n fp32 with each tensor at least twice the last-level cache, M a multiple of 1024."""
+    rows = -(-2 * llc_bytes() // (4 * n))
+    return f"M={max(4096, -(-rows // 1024) * 1024)},N={n}"
+
+
 def median(v):
     v = sorted(v)
     n = len(v)
@@ -187,7 +206,7 @@ def median(v):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build")
-    ap.add_argument("--size", default="M=4096,N=8192")
+    ap.add_argument("--size", default=default_size(), help="M=..,N=.. (default: each tensor twice the LLC)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--problems", default="softmax,rmsnorm,layernorm,activation.relu,"
@@ -205,7 +224,8 @@ def main():
     cores = len(os.sched_getaffinity(0))
     kforge = os.path.join(a.build, "kforge")
     peers = numpy_peers(np, M, N)
-    print(f"kforge (cpu backend, all cores) vs numpy {np.__version__} (one core), fp32, M={M} N={N}, "
+    print(f"kforge (cpu backend, all cores) vs numpy {np.__version__} (one core), fp32, M={M} N={N} "
+          f"({M * N * 4 >> 20} MiB per tensor, last-level cache {llc_bytes() >> 20} MiB), "
           f"{a.rounds} interleaved rounds")
     print("load before:", open("/proc/loadavg").read().split()[:3])
     header = (f"{'problem':22} {'kforge ms':>10} {'numpy ms':>10} {'numpy/kforge':>13} {'spread':>13} "

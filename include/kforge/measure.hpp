@@ -127,10 +127,18 @@ struct Bandwidth {
 struct Compute {
   double fp64 = 0, fp32 = 0, fp16 = 0, bf16 = 0, int8 = 0;
 };
+// Where a kernel's data streams from: memory, the last-level cache, or the threads' private
+// L2 caches (hot data that fits in them; cpu backend only).
+enum class MemoryLevel { dram, llc, l2 };
+[[nodiscard]] const char* level_name(MemoryLevel l);  // "dram", "llc", "l2"
+
 struct Roofs {
   Bandwidth dram;  // arrays >= 4x the last-level cache
   Bandwidth llc;   // arrays that fit in half the last-level cache
+  Bandwidth l2;    // arrays that fit in half of each thread's L2 (cpu only; else zeros)
   Compute compute;
+  [[nodiscard]] const Bandwidth& at(MemoryLevel l) const;
+  [[nodiscard]] Bandwidth& at(MemoryLevel l);
 };
 
 // The machine's own speed limits, measured by kforge's micro-benchmarks on a backend's device.
@@ -138,15 +146,18 @@ struct Ceilings {
   std::string fingerprint;  // backend, device, CPU model, cores and flags the figures belong to
   std::string backend, device;
   std::int64_t llc_bytes = 0;  // the last-level cache the llc figures fit in
+  std::int64_t l2_bytes = 0;   // the L2 caches of all threads together (cpu; 0: not measured)
   Roofs all;  // all threads (every compute unit)
   Roofs one;  // one thread (one work-group / block)
   double measure_s = 0;  // how long measuring took
   // The roofs the speed of light uses: the best all-threads figures.
   [[nodiscard]] double bandwidth_bytes_s() const { return all.dram.best(); }
   [[nodiscard]] double llc_bandwidth_bytes_s() const { return all.llc.best(); }
-  // Whether the speed of light of `bytes` uses the last-level cache's roof (hot runs whose
-  // data fits in it) rather than DRAM's.
-  [[nodiscard]] bool cache_roof(double bytes, bool hot) const;
+  // The roof the speed of light of `bytes` uses: hot runs whose data fits in the threads'
+  // L2 caches get the L2's, those that fit in the last-level cache the LLC's (each only where
+  // measured and faster than the level below); cold runs and larger data DRAM's. Without the
+  // L2 roof, a kernel on a few rows hot in a 2 MiB L2 would be "suspect" against the LLC's.
+  [[nodiscard]] MemoryLevel memory_level(double bytes, bool hot) const;
   // Peak for a dtype: fp16/bf16 fall back to fp32 where the device has no faster path.
   [[nodiscard]] double flops_for(DType t) const;
   [[nodiscard]] nlohmann::json to_json() const;
@@ -166,10 +177,10 @@ struct Ceilings {
 [[nodiscard]] Ceilings measure_ceilings(Backend& b,
                                         const std::function<void(const std::string&)>& progress = {});
 // The memory roof as it is now: STREAM's kernels on all threads, best of `launches` each, on
-// arrays beyond the last-level cache (`llc`: within it); about 0.5 s on the cpu. A shared
+// arrays sized for `level` (beyond the last-level cache for DRAM); about 0.5 s on the cpu. A shared
 // host's bandwidth swings 1.5x from one minute to the next (triad 40-68 GB/s on the 2-core
 // EPYC): the cached ceilings keep the best minute ever seen, this is the minute a kernel ran in.
-[[nodiscard]] Bandwidth measure_bandwidth(Backend& b, bool llc, int launches = 5);
+[[nodiscard]] Bandwidth measure_bandwidth(Backend& b, MemoryLevel level, int launches = 5);
 [[nodiscard]] std::string ceilings_fingerprint(Backend& b);
 
 // The host: CPU model, logical CPUs, flags, caches, memory. Google Benchmark's "context".
@@ -192,7 +203,7 @@ struct Roofline {
   std::string bound;                // "compute" or "memory"
   double arithmetic_intensity = 0;  // FLOPs per byte
   double t_sol_s = 0;
-  std::string memory_roof;          // "dram" or "llc", "-read" / "-write" where one direction limits
+  std::string memory_roof;          // "dram", "llc" or "l2", "-read" / "-write" where one direction limits
   std::optional<double> score;      // SOL-ExecBench's S, where there is a baseline
 };
 // `written`: how many of `bytes` the kernel stores (< 0: unknown, only the total counts).

@@ -25,14 +25,19 @@ void print_table(const Ceilings& c) {
       {"triad", &Bandwidth::triad}};
   for (const auto& b : bws) row(fmt::format("DRAM {} GB/s", b.name), c.all.dram.*b.field, c.one.dram.*b.field, 1e-9);
   for (const auto& b : bws) row(fmt::format("LLC {} GB/s", b.name), c.all.llc.*b.field, c.one.llc.*b.field, 1e-9);
+  if (c.l2_bytes > 0)
+    for (const auto& b : bws) row(fmt::format("L2 {} GB/s", b.name), c.all.l2.*b.field, c.one.l2.*b.field, 1e-9);
   const struct { const char* name; double Compute::*field; } ops[] = {
       {"fp64 GFLOP/s", &Compute::fp64}, {"fp32 GFLOP/s", &Compute::fp32},
       {"fp16 GFLOP/s", &Compute::fp16}, {"bf16 GFLOP/s (dot)", &Compute::bf16},
       {"int8 GOP/s (dot)", &Compute::int8}};
   for (const auto& o : ops) row(o.name, c.all.compute.*o.field, c.one.compute.*o.field, 1e-9);
-  fmt::print("  speed-of-light roofs: DRAM {:.1f} GB/s, LLC {:.1f} GB/s (last-level cache {} MiB), "
+  const std::string l2 = c.l2_bytes > 0 ? fmt::format(", L2 {:.1f} GB/s ({} KiB in all threads)",
+                                                     c.all.l2.best() * 1e-9, c.l2_bytes >> 10)
+                                         : "";
+  fmt::print("  speed-of-light roofs: DRAM {:.1f} GB/s, LLC {:.1f} GB/s (last-level cache {} MiB){}, "
              "fp32 {:.1f} GFLOP/s, fp64 {:.1f} GFLOP/s\n\n",
-             c.bandwidth_bytes_s() * 1e-9, c.llc_bandwidth_bytes_s() * 1e-9, c.llc_bytes >> 20,
+             c.bandwidth_bytes_s() * 1e-9, c.llc_bandwidth_bytes_s() * 1e-9, c.llc_bytes >> 20, l2,
              c.flops_for(DType::fp32) * 1e-9, c.flops_for(DType::fp64) * 1e-9);
 }
 

@@ -134,10 +134,10 @@ void time_and_check(const EvalRequest& req, Backend& backend, const Problem& pro
   // --roof-now: the memory roof of this minute, measured just before and just after the timed
   // runs (best of each figure), for a speed of light that a neighbour's traffic does not skew.
   const double bytes = problem.bytes(req.sizes, req.dtype);
-  const bool llc_roof = ceilings(backend).cache_roof(bytes, !req.measure.cold);
+  const MemoryLevel level = ceilings(backend).memory_level(bytes, !req.measure.cold);
   const auto sample_roof = [&] {
     if (!req.measure.roof_now) return;
-    const Bandwidth now = measure_bandwidth(backend, llc_roof);
+    const Bandwidth now = measure_bandwidth(backend, level);
     if (!r.bandwidth_now) {
       r.bandwidth_now = now;
       return;
@@ -194,7 +194,7 @@ void time_and_check(const EvalRequest& req, Backend& backend, const Problem& pro
   const bool suspect = r.roofline->sol_fraction > 1 + noise;
   if (r.bandwidth_now) {
     Ceilings now = ceilings(backend);
-    (llc_roof ? now.all.llc : now.all.dram) = *r.bandwidth_now;
+    now.all.at(level) = *r.bandwidth_now;
     r.roofline_now = roofline(now, req.dtype, flops, bytes, r.timing->median_s, base_s,
                               !req.measure.cold, written);
   }

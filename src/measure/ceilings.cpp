@@ -13,12 +13,13 @@
 namespace kforge {
 namespace {
 
-constexpr int kCacheVersion = 2;
+constexpr int kCacheVersion = 3;  // 3: the L2 roof
 
 nlohmann::json roofs_json(const Roofs& r) {
   const Compute& c = r.compute;
   return {{"dram_GBs", r.dram.to_json()},
           {"llc_GBs", r.llc.to_json()},
+          {"l2_GBs", r.l2.to_json()},
           {"GFLOPs", {{"fp64", c.fp64 * 1e-9}, {"fp32", c.fp32 * 1e-9}, {"fp16", c.fp16 * 1e-9},
                       {"bf16", c.bf16 * 1e-9}, {"int8", c.int8 * 1e-9}}}};
 }
@@ -27,6 +28,7 @@ Roofs roofs_from(const nlohmann::json& j) {
   Roofs r;
   r.dram = Bandwidth::from_json(j.at("dram_GBs"));
   r.llc = Bandwidth::from_json(j.at("llc_GBs"));
+  if (j.contains("l2_GBs")) r.l2 = Bandwidth::from_json(j.at("l2_GBs"));
   const auto& f = j.at("GFLOPs");
   r.compute = {f.at("fp64").get<double>() * 1e9, f.at("fp32").get<double>() * 1e9,
                f.at("fp16").get<double>() * 1e9, f.at("bf16").get<double>() * 1e9,
@@ -48,6 +50,7 @@ nlohmann::json Ceilings::to_json() const {
           {"backend", backend},
           {"device", device},
           {"llc_bytes", llc_bytes},
+          {"l2_bytes", l2_bytes},
           {"measure_s", measure_s},
           {"bandwidth_GBs", bandwidth_bytes_s() * 1e-9},
           {"llc_bandwidth_GBs", llc_bandwidth_bytes_s() * 1e-9},
@@ -63,6 +66,7 @@ Ceilings Ceilings::from_json(const nlohmann::json& j) {
   c.backend = j.value("backend", "");
   c.device = j.value("device", "");
   c.llc_bytes = j.value("llc_bytes", std::int64_t{0});
+  c.l2_bytes = j.value("l2_bytes", std::int64_t{0});
   c.measure_s = j.value("measure_s", 0.0);
   c.all = roofs_from(j.at("all_threads"));
   c.one = roofs_from(j.at("one_thread"));
@@ -125,6 +129,7 @@ void Ceilings::keep_best(const Ceilings& o) {
   for (auto [mine, theirs] : {std::pair{&all, &o.all}, std::pair{&one, &o.one}}) {
     mine->dram.keep_best(theirs->dram);
     mine->llc.keep_best(theirs->llc);
+    mine->l2.keep_best(theirs->l2);
     compute(mine->compute, theirs->compute);
   }
 }

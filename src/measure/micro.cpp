@@ -1,6 +1,6 @@
 // Runs the ceilings micro-benchmarks (src/measure/ceilings/) through a backend like any
-// kernel: peak operation rates per dtype, and STREAM bandwidths from DRAM and from the
-// last-level cache, each for all threads and for one.
+// kernel: peak operation rates per dtype, and STREAM bandwidths from DRAM, from the
+// last-level cache and (cpu) from the threads' L2 caches, each for all threads and for one.
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -26,6 +26,7 @@ class Micro {
   }
 
   [[nodiscard]] bool cpu() const { return b_.lang() == Lang::cpp; }
+  [[nodiscard]] int workers() const { return workers_; }
 
   // The best rate of a peak kernel in operations per second; 0 when the device lacks it.
   double peak(const std::string& entry, bool one) {
@@ -144,7 +145,7 @@ Compute peaks(Micro& m, bool one) {
 std::int64_t dram_floats(std::int64_t llc_bytes) {
   return std::max<std::int64_t>(4 * llc_bytes, 128ll << 20) / 4;
 }
-// LLC: three arrays filling half the cache.
+// LLC (or the L2 caches of the threads together): three arrays filling half the cache.
 std::int64_t llc_floats(std::int64_t llc_bytes) {
   return std::max<std::int64_t>(llc_bytes / 2 / 3 / 4 / 4096 * 4096, 4096);
 }
@@ -158,6 +159,12 @@ std::int64_t device_llc_bytes(Backend& b) {
   // here, so assume a large one (64 MiB) to keep the DRAM arrays beyond it.
   const std::int64_t host_llc = machine_info().llc_bytes;
   return b.lang() == Lang::cuda ? std::max<std::int64_t>(host_llc, 64ll << 20) : host_llc;
+}
+
+// The cpu backend's threads each sweep their own chunk (ceilings.cpp), so the L2 arrays fill
+// half of every thread's L2; 0 where the threads' caches are not known to be private.
+std::int64_t threads_l2_bytes(const Micro& m) {
+  return m.cpu() ? machine_info().l2_bytes * m.workers() : 0;
 }
 
 }  // namespace
@@ -178,17 +185,25 @@ Ceilings measure_ceilings(Backend& b, const std::function<void(const std::string
   c.one.dram = m.stream(dram_n, 1, 3, true, "dram");
   c.all.llc = m.stream(llc_n, llc_reps(llc_n), m.cpu() ? 20 : 50, false, "llc");
   c.one.llc = m.stream(llc_n, llc_reps(llc_n), 10, true, "llc");
+  c.l2_bytes = threads_l2_bytes(m);
+  if (c.l2_bytes > 0) {
+    const std::int64_t all_n = llc_floats(c.l2_bytes), one_n = llc_floats(c.l2_bytes / m.workers());
+    c.all.l2 = m.stream(all_n, llc_reps(all_n), 20, false, "l2");
+    c.one.l2 = m.stream(one_n, llc_reps(one_n), 10, true, "l2");
+  }
   c.measure_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return c;
 }
 
-Bandwidth measure_bandwidth(Backend& b, bool llc, int launches) {
+Bandwidth measure_bandwidth(Backend& b, MemoryLevel level, int launches) {
   if (!b.can_run()) throw NotSupported("the " + b.name() + " backend cannot run here");
   const std::function<void(const std::string&)> quiet;  // Micro keeps a reference to it
   Micro m(b, quiet);
-  const std::int64_t llc_bytes = device_llc_bytes(b);
-  if (llc) return m.stream(llc_floats(llc_bytes), llc_reps(llc_floats(llc_bytes)), launches, false, "llc");
-  return m.stream(dram_floats(llc_bytes), 1, launches, false, "dram");
+  const std::int64_t cache = level == MemoryLevel::l2    ? threads_l2_bytes(m)
+                             : level == MemoryLevel::llc ? device_llc_bytes(b)
+                                                         : 0;
+  if (cache > 0) return m.stream(llc_floats(cache), llc_reps(llc_floats(cache)), launches, false, level_name(level));
+  return m.stream(dram_floats(device_llc_bytes(b)), 1, launches, false, "dram");
 }
 
 }  // namespace kforge

@@ -2,6 +2,7 @@
 // the suite figures (fast_p, geometric-mean SOL).
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "kforge/measure.hpp"
 
@@ -31,21 +32,41 @@ double Ceilings::flops_for(DType t) const {
   }
 }
 
-bool Ceilings::cache_roof(double bytes, bool hot) const {
-  return hot && llc_bytes > 0 && bytes <= static_cast<double>(llc_bytes) &&
-         llc_bandwidth_bytes_s() > bandwidth_bytes_s();
+const char* level_name(MemoryLevel l) {
+  switch (l) {
+    case MemoryLevel::llc: return "llc";
+    case MemoryLevel::l2: return "l2";
+    default: return "dram";
+  }
+}
+
+const Bandwidth& Roofs::at(MemoryLevel l) const {
+  return l == MemoryLevel::l2 ? l2 : l == MemoryLevel::llc ? llc : dram;
+}
+Bandwidth& Roofs::at(MemoryLevel l) { return const_cast<Bandwidth&>(std::as_const(*this).at(l)); }
+
+MemoryLevel Ceilings::memory_level(double bytes, bool hot) const {
+  if (!hot) return MemoryLevel::dram;
+  const bool in_llc = llc_bytes > 0 && bytes <= static_cast<double>(llc_bytes) &&
+                      all.llc.best() > all.dram.best();
+  const double below = in_llc ? all.llc.best() : all.dram.best();
+  if (l2_bytes > 0 && bytes <= static_cast<double>(l2_bytes) && all.l2.best() > below)
+    return MemoryLevel::l2;
+  return in_llc ? MemoryLevel::llc : MemoryLevel::dram;
 }
 
 Roofline roofline(const Ceilings& c, DType t, double flops, double bytes, double seconds,
                   double baseline_seconds, bool hot, double written) {
   Roofline r;
   const double peak = c.flops_for(t);
-  const bool in_cache = c.cache_roof(bytes, hot);
-  const Bandwidth& bw = in_cache ? c.all.llc : c.all.dram;
+  const MemoryLevel level = c.memory_level(bytes, hot);
+  const Bandwidth& bw = c.all.at(level);
   const double t_memory = bw.seconds_for(bytes, written);
   const double t_total = bw.best() > 0 ? bytes / bw.best() : 0;
-  r.memory_roof = in_cache ? "llc" : "dram";
-  if (t_memory > t_total) r.memory_roof += bytes - written > written ? "-read" : "-write";
+  r.memory_roof = level_name(level);
+  // The direction that limits (its own stream is slower than the best figure moves all bytes).
+  const double t_read = bw.read > 0 && written >= 0 ? (bytes - written) / bw.read : 0;
+  if (t_memory > t_total) r.memory_roof += t_read >= t_memory ? "-read" : "-write";
   const double t_compute = peak > 0 ? flops / peak : 0;
   r.bound = t_compute >= t_memory ? "compute" : "memory";
   r.t_sol_s = std::max(t_compute, t_memory);

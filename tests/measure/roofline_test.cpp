@@ -59,6 +59,12 @@ TEST(Roofline, EachDirectionIsNoFasterThanItsOwnStream) {
   const Roofline fill = roofline(c, DType::fp32, 1e3, 40e9, 1.0, 0, false, 40e9);
   EXPECT_DOUBLE_EQ(fill.t_sol_s, 1.0);
   EXPECT_EQ(fill.memory_roof, "dram-write");
+  // Half read, half written, with stores slower: the write stream limits, and is named.
+  Ceilings slow_stores = c;
+  slow_stores.all.dram.write = 11e9;
+  const Roofline halves = roofline(slow_stores, DType::fp32, 1e3, 44e9, 4.0, 0, false, 22e9);
+  EXPECT_DOUBLE_EQ(halves.t_sol_s, 2.0);
+  EXPECT_EQ(halves.memory_roof, "dram-write");
   // Unknown split: the total alone, as before.
   EXPECT_DOUBLE_EQ(roofline(c, DType::fp32, 1e3, 28e9, 1.0).t_sol_s, 28e9 / 44e9);
 }
@@ -71,6 +77,26 @@ TEST(Roofline, HotDataThatFitsTheCacheMeetsTheCacheRoof) {
   const Roofline cold = roofline(known(), DType::fp32, 1e3, bytes, 1.0, 0, /*hot=*/false);
   EXPECT_EQ(cold.memory_roof, "dram");
   EXPECT_DOUBLE_EQ(cold.t_sol_s, bytes / 100e9);
+}
+
+// A machine with 2 MiB of L2 per thread: a few rows hot in them stream faster than the LLC
+// roof, and must meet the L2's, not be "suspect" against the LLC's.
+TEST(Roofline, HotDataThatFitsTheThreadsL2MeetsTheL2Roof) {
+  Ceilings c = known();
+  c.l2_bytes = 4 << 20;
+  c.all.l2 = {900e9, 700e9, 800e9, 850e9};
+  const double small = 3 << 20, large = 8 << 20;
+  const Roofline hot = roofline(c, DType::fp32, 1e3, small, 1.0, 0, /*hot=*/true);
+  EXPECT_EQ(hot.memory_roof, "l2");
+  EXPECT_DOUBLE_EQ(hot.t_sol_s, small / 900e9);
+  EXPECT_EQ(roofline(c, DType::fp32, 1e3, large, 1.0, 0, true).memory_roof, "llc");  // beyond the L2s
+  EXPECT_EQ(roofline(c, DType::fp32, 1e3, small, 1.0, 0, false).memory_roof, "dram");  // cold
+  // Without a measured L2 roof (other backends), the LLC's as before.
+  EXPECT_EQ(roofline(known(), DType::fp32, 1e3, small, 1.0, 0, true).memory_roof, "llc");
+  // Roofs::at names the same figures the roofline uses.
+  EXPECT_DOUBLE_EQ(c.all.at(MemoryLevel::l2).read, 900e9);
+  EXPECT_DOUBLE_EQ(c.all.at(MemoryLevel::llc).read, 400e9);
+  EXPECT_DOUBLE_EQ(c.all.at(MemoryLevel::dram).read, 100e9);
 }
 
 TEST(Roofline, PeakPerDtype) {
@@ -109,7 +135,11 @@ TEST(Suite, FastPAndGeomeanSol) {
 TEST(Ceilings, JsonRoundTrip) {
   Ceilings c = known();
   c.one.compute.fp32 = 0.1e12;
+  c.l2_bytes = 4 << 20;
+  c.all.l2.copy = 800e9;
   const Ceilings back = Ceilings::from_json(c.to_json());
+  EXPECT_EQ(back.l2_bytes, 4 << 20);
+  EXPECT_DOUBLE_EQ(back.all.l2.copy, 800e9);
   EXPECT_DOUBLE_EQ(back.bandwidth_bytes_s(), 100e9);
   EXPECT_DOUBLE_EQ(back.llc_bandwidth_bytes_s(), 400e9);
   EXPECT_DOUBLE_EQ(back.all.compute.bf16, 2e12);
@@ -123,7 +153,9 @@ TEST(Ceilings, KeepBestTakesTheHigherOfEachFigure) {
   busy.all.dram.triad = 120e9;    // higher in the busy run for this one figure
   quiet.all.compute.fp32 = 2e12;  // and in the quiet one for another
   quiet.one.llc.copy = 50e9;
+  quiet.all.l2.read = 900e9;
   busy.keep_best(quiet);
+  EXPECT_DOUBLE_EQ(busy.all.l2.read, 900e9);
   EXPECT_DOUBLE_EQ(busy.all.dram.triad, 120e9);
   EXPECT_DOUBLE_EQ(busy.all.compute.fp32, 2e12);
   EXPECT_DOUBLE_EQ(busy.one.llc.copy, 50e9);
