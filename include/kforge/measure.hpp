@@ -210,6 +210,11 @@ struct Roofline {
 [[nodiscard]] Roofline roofline(const Ceilings& c, DType t, double flops, double bytes,
                                 double seconds, double baseline_seconds = 0, bool hot = false,
                                 double written = -1);
+// The same against the roof of a given level (the roof of the minute: measured at the level the
+// cached ceilings chose, and held to it even where it came out below the level beneath).
+[[nodiscard]] Roofline roofline_at(const Ceilings& c, MemoryLevel level, DType t, double flops,
+                                   double bytes, double seconds, double baseline_seconds = 0,
+                                   double written = -1);
 // SOL-ExecBench: S = 1 / (1 + (T - T_sol) / (T_base - T_sol)); 0.5 at the baseline, 1 at the
 // speed of light. Empty when T_base <= T_sol (a baseline at or beyond the roof: no scale).
 [[nodiscard]] std::optional<double> sol_score(double t, double t_sol, double t_base);

@@ -195,8 +195,7 @@ void time_and_check(const EvalRequest& req, Backend& backend, const Problem& pro
   if (r.bandwidth_now) {
     Ceilings now = ceilings(backend);
     now.all.at(level) = *r.bandwidth_now;
-    r.roofline_now = roofline(now, req.dtype, flops, bytes, r.timing->median_s, base_s,
-                              !req.measure.cold, written);
+    r.roofline_now = roofline_at(now, level, req.dtype, flops, bytes, r.timing->median_s, base_s, written);
   }
   r.verify->checks.push_back({"speed_of_light", !suspect,
                               fmt::format("{:.1f}% of the measured speed of light ({}-bound)",

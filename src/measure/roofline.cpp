@@ -57,9 +57,13 @@ MemoryLevel Ceilings::memory_level(double bytes, bool hot) const {
 
 Roofline roofline(const Ceilings& c, DType t, double flops, double bytes, double seconds,
                   double baseline_seconds, bool hot, double written) {
+  return roofline_at(c, c.memory_level(bytes, hot), t, flops, bytes, seconds, baseline_seconds, written);
+}
+
+Roofline roofline_at(const Ceilings& c, MemoryLevel level, DType t, double flops, double bytes,
+                     double seconds, double baseline_seconds, double written) {
   Roofline r;
   const double peak = c.flops_for(t);
-  const MemoryLevel level = c.memory_level(bytes, hot);
   const Bandwidth& bw = c.all.at(level);
   const double t_memory = bw.seconds_for(bytes, written);
   const double t_total = bw.best() > 0 ? bytes / bw.best() : 0;

@@ -99,6 +99,18 @@ TEST(Roofline, HotDataThatFitsTheThreadsL2MeetsTheL2Roof) {
   EXPECT_DOUBLE_EQ(c.all.at(MemoryLevel::dram).read, 100e9);
 }
 
+// The roof of the minute at the LLC can come out below the cached DRAM figure on a busy host;
+// it is still the LLC's roof for that run (roofline() alone would fall back to DRAM's).
+TEST(Roofline, RoofAtALevelStaysAtThatLevel) {
+  Ceilings now = known();
+  now.all.llc = {60e9, 50e9, 55e9, 58e9};  // busy minute: below DRAM's cached 100 GB/s
+  const double bytes = 16 << 20;
+  const Roofline r = roofline_at(now, MemoryLevel::llc, DType::fp32, 1e3, bytes, 1.0);
+  EXPECT_EQ(r.memory_roof, "llc");
+  EXPECT_DOUBLE_EQ(r.t_sol_s, bytes / 60e9);
+  EXPECT_EQ(roofline(now, DType::fp32, 1e3, bytes, 1.0, 0, true).memory_roof, "dram");
+}
+
 TEST(Roofline, PeakPerDtype) {
   const Ceilings c = known();
   EXPECT_DOUBLE_EQ(c.flops_for(DType::fp64), 0.5e12);
