@@ -77,8 +77,8 @@ template <int... K>
 constexpr std::array<SpanFn, sizeof...(K)> spans(std::integer_sequence<int, K...>) {
   return {&span<K>...};
 }
-const std::vector<int> kChains = {0, 1, 2, 4, 6, 8, 12, 16, 24, 32};
-const auto kSpan = spans(std::make_integer_sequence<int, 33>{});
+const std::vector<int> kChains = {0, 1, 2, 4, 8, 12, 16, 24, 32, 48, 64};
+const auto kSpan = spans(std::make_integer_sequence<int, 65>{});
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();

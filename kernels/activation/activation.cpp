@@ -10,13 +10,12 @@
 // max(z, 0) - |z| erfc(|z|/sqrt 2)/2 with erfc by Abramowitz & Stegun 7.1.26 (|error| <=
 // 1.5e-7); GELU-tanh goes through (1 + tanh(a)) / 2 = 1 / (1 + exp(-2a)), which never cancels.
 // The GELUs' bounds allow an absolute error of a few ulps of |z|, so their exps never return
-// subnormals. SiLU's sigmoid takes exp(-|z|), which never overflows (z / (1 + exp(-z)) is -0
-// below z = -88.7, where the true value is still a normal number), with kf_exp's subnormals.
-// No product of two normal numbers may underflow: on Zen 4 each such multiply takes a slow path,
-// and the inputs' -1000s made every vector take it (the GELUs and SiLU ran at half speed). So
-// GELU-tanh's exp argument stops at 87 (1 / (1 + e^87) is still normal), GELU-erf's at -70
+// subnormals. No operation may underflow: on Zen 4 a product of two normal numbers that
+// underflows takes a slow path, on the Xeon a scalef too, and the inputs' -1000s made every
+// vector take it (the GELUs and SiLU ran at half speed on Zen 4, SiLU 40x slower on the Xeon).
+// So GELU-tanh's exp argument stops at 87 (1 / (1 + e^87) is still normal), GELU-erf's at -70
 // (its product with the erfc polynomial stays normal; both far below the bound's absolute
-// error), and kf_exp builds SiLU's subnormals with scalef, which has no slow path.
+// error), and SiLU computes its tiny results apart (see silu below).
 //
 // Parameters (all #defines):
 //   VW     SIMD width in floats: 8 (AVX2), 16 (AVX-512), 0 = the widest the compiler targets
@@ -50,6 +49,40 @@ static inline vf gelu_erf(vf z) {
   return kf_at_least(z, 0.0f) - a * (p * s * kf_scale2(e, k));
 }
 
+// SiLU(z) = z sigmoid(z), sigmoid = 1/(1+e) (z >= 0) or e/(1+e) (z < 0) with e = exp(-|z|),
+// which never overflows. e is taken at -|z| >= -86 only, where it is a normal number: below,
+// 1 + e is 1 either way, and only z < -86 needs e's true size, for z e (the result: z e^z is
+// normal down to -92, subnormal to -109, then 0). No operation may underflow for the common
+// large inputs: on this Xeon a scalef or multiply that underflows, even to 0, takes a slow path
+// for the whole vector (the -1000s of every 22nd element made silu 40x slower, 5.6 ns per
+// element). So z < -86 gives -0 by a select, and vectors with a lane in [-112, -86), rare,
+// recompute those lanes: z p 2^k from exp(z) = p 2^k, scaled once where normal, and where
+// subnormal written as its bits (|z p| 2^(k+149) rounded to whole units of 2^-149 by adding
+// 2^23): a subnormal output through scalef costs even more than the underflow.
+static inline bool any_lane(kf_vi m) {
+  for (int i = 0; i < KF_VW; ++i)
+    if (m[i]) return true;
+  return false;
+}
+
+static inline vf silu(vf z) {
+  const vf e = kf_exp_clamped((vf)((kf_vi)z | (int)0x80000000));  // exp(max(-|z|, -86))
+  const vf y = z * kf_rcp(1.0f + e);
+  vf out = z < 0 ? y * e : y;
+  out = z < -86.0f ? kf_splat(-0.0f) : out;
+  const kf_vi far = (z < -86.0f) & (z >= -112.0f);
+  if (any_lane(far)) {  // z e^z = zp 2^k; subnormal results built from their bits, no underflow
+    vf k;
+    const vf zp = z * kf_exp_reduced(kf_at_least(z, -112.0f), k);
+    const vf units = (vf)((kf_vi)kf_scale2(zp, k + 149.0f) & 0x7fffffff);  // |result| / 2^-149
+    const kf_vi sub = units < 8388608.0f;  // below 2^-126: subnormal (or 0)
+    const vf big = kf_splat(8388608.0f);   // adding 2^23 rounds |result| to whole units
+    const vf tiny = (vf)(((kf_vi)(units + big) - (kf_vi)big) | (int)0x80000000);
+    out = far ? (sub ? tiny : kf_scale2(zp, sub ? 0.0f : k)) : out;
+  }
+  return out;
+}
+
 enum Fn { kRelu, kLeaky, kGeluErf, kGeluTanh, kSilu };
 
 template <int F>
@@ -61,11 +94,7 @@ static inline vf act(vf z, float slope) {
     const vf a = -1.5957691216f * (z + 0.044715f * z * z * z);  // -2 * sqrt(2/pi) * (...)
     return z * kf_rcp(1.0f + kf_exp_clamped(kf_at_most(a, 87.0f)));  // see the header
   }
-  if constexpr (F == kSilu) {  // e = exp(-|z|) never overflows: sigmoid = 1/(1+e) or e/(1+e)
-    const vf e = kf_exp((vf)((kf_vi)z | (int)0x80000000));  // -|z|
-    const vf y = z * kf_rcp(1.0f + e);
-    return z < 0 ? y * e : y;
-  }
+  if constexpr (F == kSilu) return silu(z);
 }
 
 template <int F>
