@@ -59,10 +59,17 @@ static inline vf gelu_erf(vf z) {
 // recompute those lanes: z p 2^k from exp(z) = p 2^k, scaled once where normal, and where
 // subnormal written as its bits (|z p| 2^(k+149) rounded to whole units of 2^-149 by adding
 // 2^23): a subnormal output through scalef costs even more than the underflow.
-static inline bool any_lane(kf_vi m) {
+static inline bool any_lane(kf_vi m) {  // one test instruction where there is one
+#if defined(__AVX512F__) && KF_VW == 16
+  return __builtin_ia32_ptestmd512(m, m, (unsigned short)-1) != 0;
+#elif defined(__AVX__) && KF_VW == 8
+  typedef long long v4di __attribute__((vector_size(32)));
+  return !__builtin_ia32_ptestz256((v4di)m, (v4di)m);
+#else
   for (int i = 0; i < KF_VW; ++i)
     if (m[i]) return true;
   return false;
+#endif
 }
 
 static inline vf silu(vf z) {
