@@ -19,6 +19,8 @@
 // usage: overlap_probe [--rounds 5] [--mib SIZE_OF_ONE_TENSOR] [--nt] [--pf BYTES] [--threads T]
 #include <CLI/CLI.hpp>
 #include <immintrin.h>
+
+#include "kforge/measure.hpp"
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -27,8 +29,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -100,20 +100,6 @@ double run(int k, const float* x, float* y, long long n, int reps, const Options
   return now() - t0;
 }
 
-long long llc_bytes() {  // the largest cache sysfs lists for cpu0
-  long long best = 32ll << 20;
-  for (int i = 0; i < 8; ++i) {
-    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
-    std::string s;
-    if (!(f >> s)) break;
-    long long v = std::atoll(s.c_str());
-    if (s.back() == 'K') v <<= 10;
-    if (s.back() == 'M') v <<= 20;
-    best = std::max(best, v);
-  }
-  return best;
-}
-
 float* big(long long n) {  // 2 MiB pages, first touched by the threads that will use it
   const long long bytes = (n * 4 + (2 << 20) - 1) / (2 << 20) * (2 << 20);
   auto* p = static_cast<float*>(std::aligned_alloc(2 << 20, bytes));
@@ -138,7 +124,7 @@ int main(int argc, char** argv) {
   app.add_option("--pf", o.pf, "software prefetch of x this many bytes ahead (0: none)");
   CLI11_PARSE(app, argc, argv);
   if (o.threads <= 0) o.threads = (int)std::max(1u, std::thread::hardware_concurrency());
-  const long long llc = llc_bytes();
+  const long long llc = kforge::machine_info().llc_bytes;
   if (o.mib <= 0) o.mib = std::max(2 * llc, 512ll << 20) >> 20;
   const long long n = (o.mib << 20) / 4 / kStep * kStep;
   const long long hot = 16384 * o.threads;  // 64 KiB of x and of y per thread: hot in L2

@@ -85,6 +85,7 @@ static inline vf silu(vf z) {
     const kf_vi sub = units < 8388608.0f;  // below 2^-126: subnormal (or 0)
     const vf big = kf_splat(8388608.0f);   // adding 2^23 rounds |result| to whole units
     const vf tiny = (vf)(((kf_vi)(units + big) - (kf_vi)big) | (int)0x80000000);
+    // (scaled by 2^0 in the subnormal lanes, whose value the select drops: no underflow there)
     out = far ? (sub ? tiny : kf_scale2(zp, sub ? 0.0f : k)) : out;
   }
   return out;
