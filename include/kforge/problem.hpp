@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kforge/dtype.hpp"
@@ -36,6 +37,16 @@ struct Instance {
   Scalars scalars;
   std::vector<std::vector<double>> tensors;  // in the order of Problem::tensors()
 };
+
+// The tensors of a reference, moved in: `out = {std::move(y)}` would copy each one out of the
+// initializer list, hundreds of megabytes at large sizes.
+template <class... V>
+[[nodiscard]] std::vector<std::vector<double>> tensor_list(V&&... v) {
+  std::vector<std::vector<double>> list;
+  list.reserve(sizeof...(v));
+  (list.push_back(std::forward<V>(v)), ...);
+  return list;
+}
 
 class Problem {
  public:

@@ -27,8 +27,15 @@ namespace kforge {
 void write_file_atomic(const std::filesystem::path& p, std::string_view text);
 
 // Splits [0, n) into one contiguous range per core and runs body(begin, end) on each, for
-// references and other host loops whose iterations are independent.
-void parallel_for(std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& body);
+// references and other host loops whose iterations are independent. Ranges hold at least
+// `min_per_thread` iterations: a loop too short to pay for a thread runs on the caller alone.
+void parallel_for(std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& body,
+                  std::int64_t min_per_thread = 1);
+
+// Asks the allocator to keep freed memory for reuse rather than hand it back to the kernel.
+// Verification at sizes beyond the last-level cache allocates gigabytes per trial, and the
+// kernel's zeroing of fresh pages took a third of a `kforge bench` there. Called first in main.
+void keep_freed_memory();
 
 [[nodiscard]] std::vector<std::string> split(std::string_view s, char sep);
 [[nodiscard]] std::string trim(std::string_view s);

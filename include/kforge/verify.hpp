@@ -12,6 +12,7 @@
 //   perturbation   one changed input element changes the output where the reference changes
 //   shapes         the checks above at fuzzed shapes: 1, primes, tile±1, random
 // The caller adds timed_outputs and speed_of_light (evaluate.cpp), which need the timed runs.
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -112,11 +113,24 @@ inline constexpr unsigned char kPoisonByte = 0xff;
                                  const std::vector<std::vector<double>>& ref,
                                  const std::vector<std::vector<double>>& magnitude);
 
-// The per-element error bound (see the derivation in compare.cpp).
-[[nodiscard]] double error_bound(const Problem& p, const Instance& inst, double ref, double magnitude);
+// The per-element error bound (see the derivation in compare.cpp): its per-instance terms taken
+// once, then one multiply-add per element.
+class ErrorBound {
+ public:
+  ErrorBound(const Problem& p, const Instance& inst);
+  [[nodiscard]] double operator()(double ref, double magnitude) const {
+    if (exact_) return 0;
+    return u_out_ * std::fabs(ref) + (1 + u_out_) * gamma_ * magnitude + floor_;
+  }
 
-// The reference for an instance, cached for a few recent instances keyed by `key` (tuning
-// evaluates many configurations on the same inputs).
+ private:
+  bool exact_;
+  double u_out_ = 0, gamma_ = 0, floor_ = 0;
+};
+
+// The reference for an instance, cached for the most recently used instances keyed by `key`
+// (tuning evaluates many configurations on the same inputs): eight at most, and no more than a
+// quarter of the machine's memory beyond the newest.
 struct Reference {
   std::vector<std::vector<double>> out, magnitude;
 };

@@ -133,8 +133,8 @@ class Activation final : public Problem {
         m[e] = zdf + kFnRoundings * std::fabs(f) + extra;
       }
     });
-    out = {std::move(y)};
-    mag = {std::move(m)};
+    out = tensor_list(std::move(y));
+    mag = tensor_list(std::move(m));
   }
 
   double reduction_length(const Sizes&) const override { return 1; }

@@ -198,8 +198,8 @@ class Attention final : public Problem {
         }
       }
     });
-    out = {std::move(o)};
-    mag = {std::move(m)};
+    out = tensor_list(std::move(o));
+    mag = tensor_list(std::move(m));
   }
 
   // The magnitude is already an error bound in units of u (see reference()).

@@ -268,7 +268,8 @@ class CartPole final : public Problem {
     std::vector<double> obs, act, rew, done, m_obs, zeros;
     if (out) obs.resize(K * N * 4), act.resize(K * N), rew.resize(K * N), done.resize(K * N);
     if (mag) m_obs.resize(K * N * 4), zeros.assign(K * N, 0.0);
-    auto bound = [&](double ref, double m) { return 2 * error_bound(*this, in, ref, m); };
+    const ErrorBound bound_of(*this, in);
+    auto bound = [&](double ref, double m) { return 2 * bound_of(ref, m); };
     auto near = [&](double v, double limit, double b) {  // |v| vs limit within b (+ the limit's rounding)
       return std::fabs(std::fabs(v) - limit) <= b + 2 * u * limit;
     };
@@ -312,8 +313,8 @@ class CartPole final : public Problem {
     if (ambiguous)
       for (std::int64_t n = 0; n < count; ++n)
         if (flagged[n]) ambiguous->push_back(only ? (*only)[n] : n);
-    if (out) *out = {std::move(obs), std::move(act), std::move(rew), std::move(done)};
-    if (mag) *mag = {std::move(m_obs), zeros, zeros, zeros};
+    if (out) *out = tensor_list(std::move(obs), std::move(act), std::move(rew), std::move(done));
+    if (mag) *mag = tensor_list(std::move(m_obs), zeros, zeros, zeros);
   }
 
   // m' = |D| m + 2 * terms, D the step's Jacobian by central differences (first order: the

@@ -100,8 +100,8 @@ class Conv2d final : public Problem {
             }
       }
     });
-    out = {std::move(y)};
-    mag = {std::move(m)};
+    out = tensor_list(std::move(y));
+    mag = tensor_list(std::move(m));
   }
 
   double reduction_length(const Sizes& s) const override {

@@ -65,8 +65,8 @@ class Gemm final : public Problem {
       m[e] = std::fabs(alpha) * m[e] + std::fabs(cin);
       c[e] = alpha * c[e] + cin;
     }
-    out = {std::move(c)};
-    mag = {std::move(m)};
+    out = tensor_list(std::move(c));
+    mag = tensor_list(std::move(m));
   }
 
   double reduction_length(const Sizes& s) const override { return static_cast<double>(s.at("K")) + 2; }

@@ -146,8 +146,8 @@ class MoeGroupedGemm final : public Problem {
         }
       }
     });
-    out = {std::move(y)};
-    mag = {std::move(m)};
+    out = tensor_list(std::move(y));
+    mag = tensor_list(std::move(m));
   }
 
   // Each output sums K products of H terms, each scaled by a gate.

@@ -95,8 +95,8 @@ class RowNorm : public Problem {
         }
       }
     });
-    out = {std::move(y)};
-    mag = {std::move(m)};
+    out = tensor_list(std::move(y));
+    mag = tensor_list(std::move(m));
   }
 
   double reduction_length(const Sizes& s) const override { return static_cast<double>(s.at("N")); }

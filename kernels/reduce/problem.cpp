@@ -73,8 +73,8 @@ class Reduce final : public Problem {
         else y[o] = static_cast<double>(at);
       }
     });
-    out = {std::move(y)};
-    mag = {std::move(m)};
+    out = tensor_list(std::move(y));
+    mag = tensor_list(std::move(m));
   }
 
   double reduction_length(const Sizes& s) const override {

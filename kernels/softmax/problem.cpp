@@ -73,8 +73,8 @@ class Softmax final : public Problem {
           m[i * N + j] = y[i * N + j] * (1 + ((mx - x[j]) + spread + kExtraRoundings) / n);
       }
     });
-    out = {std::move(y)};
-    mag = {std::move(m)};
+    out = tensor_list(std::move(y));
+    mag = tensor_list(std::move(m));
   }
 
   double reduction_length(const Sizes& s) const override { return static_cast<double>(s.at("N")); }

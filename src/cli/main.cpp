@@ -4,8 +4,10 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "kforge/error.hpp"
+#include "kforge/util.hpp"
 
 int main(int argc, char** argv) {
+  kforge::keep_freed_memory();
   CLI::App app{"kforge: verify, measure, tune and score compute kernels"};
   app.require_subcommand(1);
   int code = kforge::cli::kExitPassed;

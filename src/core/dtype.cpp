@@ -1,5 +1,6 @@
 #include "kforge/dtype.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "kforge/error.hpp"
+#include "kforge/util.hpp"
 
 namespace kforge {
 
@@ -101,9 +103,8 @@ T saturate_round(double v) {
   if (r > std::numeric_limits<T>::max()) return std::numeric_limits<T>::max();
   return static_cast<T>(r);
 }
-}  // namespace
 
-void encode(DType t, std::span<const double> src, void* dst) {
+void encode_serial(DType t, std::span<const double> src, void* dst) {
   const std::size_t n = src.size();
   switch (t) {
     case DType::fp64: std::memcpy(dst, src.data(), n * 8); return;
@@ -133,7 +134,7 @@ void encode(DType t, std::span<const double> src, void* dst) {
   }
 }
 
-void decode(DType t, const void* src, std::span<double> dst) {
+void decode_serial(DType t, const void* src, std::span<double> dst) {
   const std::size_t n = dst.size();
   for (std::size_t i = 0; i < n; ++i) {
     switch (t) {
@@ -147,10 +148,35 @@ void decode(DType t, const void* src, std::span<double> dst) {
   }
 }
 
+}  // namespace
+
+// Large tensors convert on every core: a verification at sizes beyond the last-level cache
+// converts hundreds of megabytes per run.
+constexpr std::int64_t kConvertGrain = 1 << 16;
+
+void encode(DType t, std::span<const double> src, void* dst) {
+  const std::size_t esize = dtype_size(t);
+  parallel_for(static_cast<std::int64_t>(src.size()), [&](std::int64_t b, std::int64_t e) {
+    encode_serial(t, src.subspan(b, e - b), static_cast<unsigned char*>(dst) + b * esize);
+  }, kConvertGrain);
+}
+
+void decode(DType t, const void* src, std::span<double> dst) {
+  const std::size_t esize = dtype_size(t);
+  parallel_for(static_cast<std::int64_t>(dst.size()), [&](std::int64_t b, std::int64_t e) {
+    decode_serial(t, static_cast<const unsigned char*>(src) + b * esize, dst.subspan(b, e - b));
+  }, kConvertGrain);
+}
+
 void round_to(DType t, std::span<double> values) {
-  std::vector<unsigned char> tmp(values.size() * dtype_size(t));
-  encode(t, values, tmp.data());
-  decode(t, tmp.data(), values);
+  parallel_for(static_cast<std::int64_t>(values.size()), [&](std::int64_t b, std::int64_t e) {
+    std::vector<unsigned char> tmp(kConvertGrain * dtype_size(t));
+    for (std::int64_t i = b; i < e; i += kConvertGrain) {
+      const auto part = values.subspan(i, std::min(e - i, kConvertGrain));
+      encode_serial(t, part, tmp.data());
+      decode_serial(t, tmp.data(), part);
+    }
+  }, kConvertGrain);
 }
 
 }  // namespace kforge

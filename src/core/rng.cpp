@@ -1,10 +1,12 @@
 #include "kforge/rng.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <string>
 
 #include "kforge/error.hpp"
+#include "kforge/util.hpp"
 
 namespace kforge {
 
@@ -51,26 +53,27 @@ void fill_random(std::span<double> out, Distribution d, std::uint64_t seed, std:
     const double u2 = random_unit(seed, stream, 2 * i + 1);
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
   };
-  for (std::size_t i = 0; i < n; ++i) {
+  auto draw = [&](std::size_t i) {
     switch (d) {
-      case Distribution::normal: out[i] = normal(i); break;
-      case Distribution::uniform: out[i] = 2.0 * random_unit(seed, stream, i) - 1.0; break;
+      case Distribution::normal: return normal(i);
+      case Distribution::uniform: return 2.0 * random_unit(seed, stream, i) - 1.0;
       case Distribution::wide: {
         const std::uint64_t r = random_bits(seed, stream, i);
         const double mag = std::exp2(wide_log2 * (2.0 * (static_cast<double>(r >> 12) * 0x1.0p-52) - 1.0));
-        out[i] = (r & 1) ? -mag : mag;
-        break;
+        return (r & 1) ? -mag : mag;
       }
       case Distribution::sparse:
-        out[i] = random_unit(seed, stream ^ 0x5bd1e995u, i) < 0.6 ? 0.0 : normal(i);
-        break;
+        return random_unit(seed, stream ^ 0x5bd1e995u, i) < 0.6 ? 0.0 : normal(i);
       case Distribution::integers:
-        out[i] = static_cast<double>(static_cast<int>(random_bits(seed, stream, i) % 17) - 8);
-        break;
+        return static_cast<double>(static_cast<int>(random_bits(seed, stream, i) % 17) - 8);
     }
-  }
-  bool all_zero = true;
-  for (double v : out) all_zero = all_zero && v == 0.0;
+    return 0.0;
+  };
+  // Each value depends on its index alone, so the threads' split cannot change the draw.
+  parallel_for(static_cast<std::int64_t>(n), [&](std::int64_t b, std::int64_t e) {
+    for (auto i = static_cast<std::size_t>(b); i < static_cast<std::size_t>(e); ++i) out[i] = draw(i);
+  }, 1 << 16);
+  const bool all_zero = std::all_of(out.begin(), out.end(), [](double v) { return v == 0.0; });
   if (all_zero && n > 0) out[random_bits(seed, stream, n) % n] = 1.0;
 }
 

@@ -1,5 +1,6 @@
 #include "kforge/util.hpp"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -75,8 +76,10 @@ void write_file_atomic(const std::filesystem::path& p, std::string_view text) {
   std::filesystem::rename(tmp, p);
 }
 
-void parallel_for(std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& body) {
-  const std::int64_t workers = std::min<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()), n);
+void parallel_for(std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& body,
+                  std::int64_t min_per_thread) {
+  const std::int64_t workers = std::min<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()),
+                                                      n / std::max<std::int64_t>(min_per_thread, 1));
   if (workers <= 1) {
     if (n > 0) body(0, n);
     return;
@@ -87,6 +90,11 @@ void parallel_for(std::int64_t n, const std::function<void(std::int64_t, std::in
     threads.emplace_back([&body, b, e = std::min(n, b + chunk)] { body(b, e); });
   body(0, std::min(n, chunk));
   for (auto& t : threads) t.join();
+}
+
+void keep_freed_memory() {
+  mallopt(M_MMAP_MAX, 0);        // large blocks from the heap, whose freed space is reused...
+  mallopt(M_TRIM_THRESHOLD, -1); // ...and never trimmed (mallopt(3): -1 disables trimming)
 }
 
 std::vector<std::string> split(std::string_view s, char sep) {

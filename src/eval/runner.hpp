@@ -43,6 +43,9 @@ class KernelRunner {
     std::size_t elements = 0;
     TensorSpec spec;
   };
+  // The tensor's whole image (guards included) as it is now on the device, in readback_.
+  const std::vector<unsigned char>& read_back(const Tensor& x);
+
   Backend& backend_;
   Module& module_;
   const Problem& problem_;
@@ -50,6 +53,7 @@ class KernelRunner {
   DType dtype_ = DType::fp32;
   std::vector<Tensor> tensors_;
   std::vector<Arg> args_;
+  std::vector<unsigned char> readback_;
 };
 
 }  // namespace kforge

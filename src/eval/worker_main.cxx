@@ -8,8 +8,10 @@
 
 #include "kforge/error.hpp"
 #include "kforge/evaluate.hpp"
+#include "kforge/util.hpp"
 
 int main() {
+  kforge::keep_freed_memory();
   // The kernel may print; keep fd 1 for the result alone by moving its stdout to stderr.
   const int result_fd = dup(1);
   dup2(2, 1);

@@ -1,11 +1,14 @@
 // One run's outputs against the double reference: the per-run checks (guard, inputs_intact,
 // poison, finite, all_zero, bound) and the error figures a user debugs from.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
+#include <mutex>
 
 #include <fmt/format.h>
 
+#include "kforge/util.hpp"
 #include "kforge/verify.hpp"
 
 namespace kforge {
@@ -30,16 +33,35 @@ double ulp(DType t, double x) {
   if (t == DType::fp64) digits = 53, emin = -1022;
   else if (t == DType::fp16) digits = 11, emin = -14;
   else if (t == DType::bf16) digits = 8;
-  const int e = x == 0 ? emin : std::max(std::ilogb(x), emin);
+  // The exponent from the bits (ilogb is a library call, and this runs per element): zero and
+  // the subnormal doubles read as -1023, below every dtype's emin.
+  const int biased = static_cast<int>((std::bit_cast<std::uint64_t>(x) >> 52) & 0x7ff);
+  const int e = std::max(biased - 1023, emin);
   return std::ldexp(1.0, e - (digits - 1));
 }
 
-double percentile(std::vector<double>& v, double q) {
-  if (v.empty()) return 0;
-  const auto k = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return v[k];
+// The q-quantiles of v for ascending qs; each selection searches only above the previous one.
+std::vector<double> quantiles(std::vector<float>& v, std::initializer_list<double> qs) {
+  std::vector<double> out;
+  auto from = v.begin();
+  for (double q : qs) {
+    if (v.empty()) { out.push_back(0); continue; }
+    const auto k = v.begin() + static_cast<std::ptrdiff_t>(q * static_cast<double>(v.size() - 1));
+    std::nth_element(from, k, v.end());
+    out.push_back(*k);
+    from = k;
+  }
+  return out;
 }
+
+// One thread's share of a comparison: its counts and sums, its first bad element, and its
+// elements' ULP errors written to the front of its own range of the shared array.
+struct Partial {
+  double err2 = 0, ref2 = 0, sum_abs = 0, sum_rel = 0, max_abs = 0, max_rel = 0, max_ratio = 0;
+  std::int64_t elements = 0, unwritten = 0, non_finite = 0, bad = 0, rel_count = 0;
+  std::int64_t nonzero_out = 0, distinguishable = 0, ulp_begin = 0, ulp_count = 0;
+  BadElement first_bad;
+};
 
 }  // namespace
 
@@ -50,15 +72,15 @@ double percentile(std::vector<double>& v, double q) {
 // and Σ|terms| is the reference's `magnitude`. Rounding ŝ once to the output dtype adds
 // u_out·|ŝ| <= u_out·(|s| + γ_n·Σ|terms|). Underflow adds at most half a subnormal spacing of
 // the output and one subnormal of the accumulator per term. Nothing here is tuned to a test.
-double error_bound(const Problem& p, const Instance& inst, double ref, double magnitude) {
-  if (!is_float(inst.dtype)) return 0;  // integer results are exact
+ErrorBound::ErrorBound(const Problem& p, const Instance& inst) : exact_(!is_float(inst.dtype)) {
+  if (exact_) return;  // integer results are exact
   const DType acc = accumulation_type(inst.dtype);
-  const double u_out = unit_roundoff(inst.dtype), u_acc = unit_roundoff(acc);
+  const double u_acc = unit_roundoff(acc);
   const double n = p.reduction_length(inst.sizes);
   const double nu = n * u_acc;
-  const double gamma = nu < 1 ? nu / (1 - nu) : std::numeric_limits<double>::infinity();
-  return u_out * std::fabs(ref) + (1 + u_out) * gamma * magnitude +
-         0.5 * smallest_subnormal(inst.dtype) + n * smallest_subnormal(acc);
+  u_out_ = unit_roundoff(inst.dtype);
+  gamma_ = nu < 1 ? nu / (1 - nu) : std::numeric_limits<double>::infinity();
+  floor_ = 0.5 * smallest_subnormal(inst.dtype) + n * smallest_subnormal(acc);
 }
 
 Comparison compare(const Problem& p, const Instance& inst, const KernelOutput& got,
@@ -68,57 +90,89 @@ Comparison compare(const Problem& p, const Instance& inst, const KernelOutput& g
   std::vector<std::string> names;
   for (const auto& t : p.tensors())
     if (t.role != Role::in) names.push_back(t.name);
+  const ErrorBound bound_of(p, inst);
+  std::size_t total = 0;
+  for (const auto& r : ref) total += r.size();
+  std::vector<float> ulps(total);  // float: quantiles to three digits need no more
+  std::vector<Partial> parts;      // in element order: tensor by tensor, range by range
+  std::mutex parts_mutex;
+
+  std::size_t offset = 0;
+  for (std::size_t t = 0; t < ref.size(); ++t) {
+    const std::size_t first_part = parts.size();
+    parallel_for(static_cast<std::int64_t>(ref[t].size()), [&](std::int64_t b, std::int64_t e) {
+      Partial s;
+      s.ulp_begin = static_cast<std::int64_t>(offset) + b;
+      for (auto i = static_cast<std::size_t>(b); i < static_cast<std::size_t>(e); ++i) {
+        ++s.elements;
+        const double r = ref[t][i], g = got.tensors[t][i];
+        const double bound = bound_of(r, magnitude[t][i]);
+        if (std::fabs(r) > bound) ++s.distinguishable;
+        bool bad = false;
+        if (got.unwritten[t][i] && !std::isnan(r)) {  // a NaN result and the poison look alike
+          ++s.unwritten;
+          bad = true;
+        } else if (got.unwritten[t][i]) {
+          continue;
+        } else if (!std::isfinite(g)) {
+          // Only where the exact result rounds to the same non-finite value in this dtype.
+          std::vector<double> rounded{r};
+          round_to(inst.dtype, rounded);
+          if (!(g == rounded[0] || (std::isnan(g) && std::isnan(r)))) { ++s.non_finite; bad = true; }
+        } else {
+          if (g != 0) ++s.nonzero_out;
+          const double err = std::fabs(g - r);
+          s.err2 += err * err;
+          s.ref2 += r * r;
+          s.sum_abs += err;
+          s.max_abs = std::max(s.max_abs, err);
+          if (r != 0) {
+            s.sum_rel += err / std::fabs(r);
+            ++s.rel_count;
+            s.max_rel = std::max(s.max_rel, err / std::fabs(r));
+          }
+          ulps[s.ulp_begin + s.ulp_count++] = static_cast<float>(err / ulp(inst.dtype, r));
+          const double ratio = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0.0);
+          s.max_ratio = std::max(s.max_ratio, ratio);
+          bad = err > bound;
+        }
+        if (!bad) continue;
+        ++s.bad;
+        if (s.first_bad.index < 0) s.first_bad = {names[t], static_cast<std::int64_t>(i), g, r, bound};
+      }
+      std::lock_guard lock(parts_mutex);
+      parts.push_back(std::move(s));
+    }, 1 << 16);
+    std::sort(parts.begin() + static_cast<std::ptrdiff_t>(first_part), parts.end(),
+              [](const Partial& a, const Partial& b) { return a.ulp_begin < b.ulp_begin; });
+    offset += ref[t].size();
+  }
 
   double err2 = 0, ref2 = 0, sum_abs = 0, sum_rel = 0;
   std::int64_t rel_count = 0, nonzero_out = 0, distinguishable = 0;
-  std::vector<double> ulps;
-  for (std::size_t t = 0; t < ref.size(); ++t) {
-    for (std::size_t i = 0; i < ref[t].size(); ++i) {
-      ++c.elements;
-      const double r = ref[t][i], g = got.tensors[t][i];
-      const double bound = error_bound(p, inst, r, magnitude[t][i]);
-      if (std::fabs(r) > bound) ++distinguishable;
-      bool bad = false;
-      if (got.unwritten[t][i] && !std::isnan(r)) {  // a NaN result and the poison look alike
-        ++c.unwritten;
-        bad = true;
-      } else if (got.unwritten[t][i]) {
-        continue;
-      } else if (!std::isfinite(g)) {
-        // Only where the exact result rounds to the same non-finite value in this dtype.
-        std::vector<double> rounded{r};
-        round_to(inst.dtype, rounded);
-        if (!(g == rounded[0] || (std::isnan(g) && std::isnan(r)))) { ++c.non_finite; bad = true; }
-      } else {
-        if (g != 0) ++nonzero_out;
-        const double e = std::fabs(g - r);
-        err2 += e * e;
-        ref2 += r * r;
-        sum_abs += e;
-        c.max_abs_error = std::max(c.max_abs_error, e);
-        if (r != 0) {
-          sum_rel += e / std::fabs(r);
-          ++rel_count;
-          c.max_rel_error = std::max(c.max_rel_error, e / std::fabs(r));
-        }
-        ulps.push_back(e / ulp(inst.dtype, r));
-        const double ratio = bound > 0 ? e / bound : (e > 0 ? INFINITY : 0.0);
-        c.max_bound_ratio = std::max(c.max_bound_ratio, ratio);
-        bad = e > bound;
-      }
-      if (!bad) continue;
-      ++c.bad_elements;
-      if (c.first_bad.index < 0)
-        c.first_bad = {names[t], static_cast<std::int64_t>(i), g, r, bound};
-    }
+  std::size_t ulp_end = 0;
+  for (const Partial& s : parts) {  // merged in element order: the same sums on every run
+    c.elements += s.elements;
+    c.unwritten += s.unwritten;
+    c.non_finite += s.non_finite;
+    c.bad_elements += s.bad;
+    c.max_abs_error = std::max(c.max_abs_error, s.max_abs);
+    c.max_rel_error = std::max(c.max_rel_error, s.max_rel);
+    c.max_bound_ratio = std::max(c.max_bound_ratio, s.max_ratio);
+    if (c.first_bad.index < 0 && s.first_bad.index >= 0) c.first_bad = s.first_bad;
+    err2 += s.err2, ref2 += s.ref2, sum_abs += s.sum_abs, sum_rel += s.sum_rel;
+    rel_count += s.rel_count, nonzero_out += s.nonzero_out, distinguishable += s.distinguishable;
+    if (static_cast<std::size_t>(s.ulp_begin) != ulp_end)  // compact: each range's ULPs sit at its front
+      std::copy_n(ulps.begin() + s.ulp_begin, s.ulp_count, ulps.begin() + static_cast<std::ptrdiff_t>(ulp_end));
+    ulp_end += static_cast<std::size_t>(s.ulp_count);
   }
+  ulps.resize(ulp_end);
   const auto n = static_cast<double>(std::max<std::size_t>(ulps.size(), 1));
   c.mean_abs_error = sum_abs / n;
   c.mean_rel_error = rel_count ? sum_rel / static_cast<double>(rel_count) : 0;
   c.rel_frobenius_error = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
-  c.ulp_p50 = percentile(ulps, 0.5);
-  c.ulp_p90 = percentile(ulps, 0.9);
-  c.ulp_p99 = percentile(ulps, 0.99);
+  const auto q = quantiles(ulps, {0.5, 0.9, 0.99});
+  c.ulp_p50 = q[0], c.ulp_p90 = q[1], c.ulp_p99 = q[2];
 
   auto fail = [&](const char* check, std::string why) {
     if (!c.passed) return;

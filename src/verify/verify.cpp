@@ -3,6 +3,8 @@
 // find the answer nor replay an earlier one.
 #include "kforge/verify.hpp"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <list>
 #include <mutex>
@@ -13,20 +15,49 @@
 
 namespace kforge {
 
+namespace {
+
+std::size_t reference_bytes(const Reference& r) {
+  std::size_t n = 0;
+  for (const auto& v : r.out) n += v.size();
+  for (const auto& v : r.magnitude) n += v.size();
+  return n * sizeof(double);
+}
+
+// What the cache may hold: a quarter of the machine's memory (eight references of a tensor
+// beyond the last-level cache once took ten gigabytes), and always the newest one.
+std::size_t reference_cache_budget() {
+  static const std::size_t budget = static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) *
+                                    static_cast<std::size_t>(sysconf(_SC_PAGE_SIZE)) / 4;
+  return budget;
+}
+
+}  // namespace
+
 std::shared_ptr<const Reference> reference_for(const Problem& p, const Instance& inst,
                                                const std::string& key) {
   static std::mutex mutex;
-  static std::list<std::pair<std::string, std::shared_ptr<const Reference>>> cache;
+  static std::list<std::pair<std::string, std::shared_ptr<const Reference>>> cache;  // newest first
   {
     std::lock_guard lock(mutex);
-    for (const auto& [k, r] : cache)
-      if (k == key) return r;
+    for (auto it = cache.begin(); it != cache.end(); ++it)
+      if (it->first == key) {
+        cache.splice(cache.begin(), cache, it);  // used again: kept longest
+        return cache.front().second;
+      }
   }
   auto r = std::make_shared<Reference>();
   p.reference(inst, r->out, r->magnitude);
   std::lock_guard lock(mutex);
   cache.emplace_front(key, r);
-  if (cache.size() > 8) cache.pop_back();
+  std::size_t held = 0, kept = 0;
+  for (auto it = cache.begin(); it != cache.end(); ++it, ++kept) {
+    held += reference_bytes(*it->second);
+    if (kept >= 8 || (kept > 0 && held > reference_cache_budget())) {
+      cache.erase(it, cache.end());
+      break;
+    }
+  }
   return r;
 }
 
@@ -103,11 +134,12 @@ class Protocol {
     std::int64_t n = 0, distinguishable = 0;
     bool constant = true;
     const double first = ref.out.empty() || ref.out[0].empty() ? 0 : ref.out[0][0];
+    const ErrorBound bound(p_, inst);
     for (std::size_t t = 0; t < ref.out.size(); ++t)
       for (std::size_t i = 0; i < ref.out[t].size(); ++i) {
         ++n;
         const double r = ref.out[t][i];
-        if (std::fabs(r) > error_bound(p_, inst, r, ref.magnitude[t][i])) ++distinguishable;
+        if (std::fabs(r) > bound(r, ref.magnitude[t][i])) ++distinguishable;
         constant = constant && r == first;
       }
     std::string why;
@@ -131,13 +163,14 @@ class Protocol {
     const int n = o_.trial_count();
     for (int trial = 0; trial < n; ++trial) {
       const Distribution d = o_.distributions[trial % o_.distributions.size()];
-      const Instance inst = instance(s, trial, d, o_.seed);
+      Instance inst = instance(s, trial, d, o_.seed);
       const std::string ref_key = key(inst, d, o_.seed, trial, "");
       Judged j = judge(inst, d, ref_key, fmt::format("trial {}", trial));
       if (!j.passed) return false;
       const auto ref = reference_for(p_, inst, p_.name() + "|" + ref_key);  // cached by judge
       if (trial == 0) first_output_ = std::move(j.out.tensors), first_reference_ = ref;
       if (trial == 1) refuse_if_input_independent(*first_reference_, *ref, s);
+      if (trial == 0) first_instance_ = std::move(inst);  // kept: regenerating costs more than a copy
     }
     add("poison", true, "every output element written, in every run");
     add("guard", true, fmt::format("no write in the {}-byte guard bands", 4096));
@@ -153,7 +186,7 @@ class Protocol {
   // as a run that fails where the first passed.
   bool determinism() {
     const Distribution d = o_.distributions[0];
-    const Instance inst = instance(requested_, 0, d, o_.seed);
+    const Instance& inst = first_instance_;
     bool bitwise = true;
     for (int r = 1; r <= o_.determinism_runs; ++r) {
       Judged j = judge(inst, d, key(inst, d, o_.seed, 0, ""), fmt::format("repeat {} of trial 0", r), "determinism");
@@ -172,8 +205,9 @@ class Protocol {
     const auto specs = p_.tensors();
     int changed = 0;
     for (std::size_t t = 0; t < specs.size(); ++t) {
-      Instance inst = instance(requested_, 0, d, o_.seed);
-      if (specs[t].role == Role::out || (specs[t].role == Role::inout && !p_.reads_inout(inst))) continue;
+      const bool read = specs[t].role == Role::in || (specs[t].role == Role::inout && p_.reads_inout(first_instance_));
+      if (!read) continue;
+      Instance inst = first_instance_;
       const std::size_t i = random_bits(o_.seed, 0x9e7 + t, 0) % inst.tensors[t].size();
       p_.perturb(inst, t, i);
       const std::string what = fmt::format("{}[{}] changed", specs[t].name, i);
@@ -212,6 +246,7 @@ class Protocol {
   VerifyReport rep_;
   Sizes requested_;
   bool degenerate_checked_ = false;
+  Instance first_instance_;  // trial 0's, which determinism and perturbation run again
   std::vector<std::vector<double>> first_output_;
   std::shared_ptr<const Reference> first_reference_;  // trial 0's, for the input-independence test
 };

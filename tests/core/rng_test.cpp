@@ -45,6 +45,20 @@ TEST(Rng, SameSeedStreamAndIndexGiveSameValues) {
   EXPECT_EQ(random_unit(1, 2, 3), random_unit(1, 2, 3));
 }
 
+// A long fill is split among the cores; each value must still be a function of its index alone.
+TEST(Rng, LongFillsDrawEachValueFromItsIndexAlone) {
+  for (Distribution d : kAllDistributions) {
+    std::vector<double> long_fill(400003), short_fill(1000);
+    fill_random(long_fill, d, 5, 2);
+    fill_random(short_fill, d, 5, 2);
+    EXPECT_TRUE(std::equal(short_fill.begin(), short_fill.end(), long_fill.begin())) << distribution_name(d);
+  }
+  std::vector<double> uniform(400003);
+  fill_random(uniform, Distribution::uniform, 5, 2);
+  for (std::size_t i = 0; i < uniform.size(); ++i)
+    ASSERT_EQ(uniform[i], 2.0 * random_unit(5, 2, i) - 1.0) << "index " << i;
+}
+
 TEST(Rng, DifferentStreamsSeedsAndIndicesDiffer) {
   for (Distribution d : {Distribution::normal, Distribution::uniform, Distribution::wide}) {
     const auto a = fill(d, 256, 42, 0), b = fill(d, 256, 42, 1), c = fill(d, 256, 43, 0);

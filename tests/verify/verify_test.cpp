@@ -341,5 +341,32 @@ TEST_F(Compare, UnwrittenMaskCounts) {
   EXPECT_EQ(c.bad_elements, 2);
 }
 
+// Large enough that every core compares its own range: the counts, the first bad element and
+// the error figures must be those of one pass in element order.
+TEST_F(Compare, LargeOutputsCountEveryRangeAndReportTheFirstBadElement) {
+  const Instance in = inst(611, 523, 3, DType::fp32, 1);  // 319553 outputs
+  std::vector<double> got = fp32_gemm(in);
+  std::vector<std::vector<double>> ref, mag;
+  gemm->reference(in, ref, mag);
+  KernelOutput out;
+  std::vector<bool> mask(got.size(), false);
+  const std::size_t n = got.size(), far = n - 7, mid = n / 2 + 3, near = 70001;
+  mask[far] = true;
+  got[mid] = ref[0][mid] + 1 + std::fabs(ref[0][mid]);
+  got[near] = ref[0][near] - 1 - std::fabs(ref[0][near]);
+  out.tensors = {got};
+  out.unwritten = {mask};
+  const Comparison c = compare(*gemm, in, out, ref, mag);
+  EXPECT_FALSE(c.passed);
+  EXPECT_EQ(c.elements, static_cast<std::int64_t>(n));
+  EXPECT_EQ(c.unwritten, 1);
+  EXPECT_EQ(c.bad_elements, 3);
+  EXPECT_EQ(c.first_bad.index, static_cast<std::int64_t>(near));
+  EXPECT_DOUBLE_EQ(c.max_abs_error, std::max(1 + std::fabs(ref[0][mid]), 1 + std::fabs(ref[0][near])));
+  EXPECT_LE(c.ulp_p50, c.ulp_p90);
+  EXPECT_LE(c.ulp_p90, c.ulp_p99);
+  EXPECT_GT(c.ulp_p99, 0.0);
+}
+
 }  // namespace
 }  // namespace kforge
