@@ -59,26 +59,13 @@ static inline vf gelu_erf(vf z) {
 // recompute those lanes: z p 2^k from exp(z) = p 2^k, scaled once where normal, and where
 // subnormal written as its bits (|z p| 2^(k+149) rounded to whole units of 2^-149 by adding
 // 2^23): a subnormal output through scalef costs even more than the underflow.
-static inline bool any_lane(kf_vi m) {  // one test instruction where there is one
-#if defined(__AVX512F__) && KF_VW == 16
-  return __builtin_ia32_ptestmd512(m, m, (unsigned short)-1) != 0;
-#elif defined(__AVX__) && KF_VW == 8
-  typedef long long v4di __attribute__((vector_size(32)));
-  return !__builtin_ia32_ptestz256((v4di)m, (v4di)m);
-#else
-  for (int i = 0; i < KF_VW; ++i)
-    if (m[i]) return true;
-  return false;
-#endif
-}
-
 static inline vf silu(vf z) {
   const vf e = kf_exp_clamped((vf)((kf_vi)z | (int)0x80000000));  // exp(max(-|z|, -86))
   const vf y = z * kf_rcp(1.0f + e);
   vf out = z < 0 ? y * e : y;
   out = z < -86.0f ? kf_splat(-0.0f) : out;
   const kf_vi far = (z < -86.0f) & (z >= -112.0f);
-  if (any_lane(far)) {  // z e^z = zp 2^k; subnormal results built from their bits, no underflow
+  if (kf_any(far)) {  // z e^z = zp 2^k; subnormal results built from their bits, no underflow
     vf k;
     const vf zp = z * kf_exp_reduced(kf_at_least(z, -112.0f), k);
     const vf units = (vf)((kf_vi)kf_scale2(zp, k + 149.0f) & 0x7fffffff);  // |result| / 2^-149

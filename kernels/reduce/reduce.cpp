@@ -1,8 +1,8 @@
 // sum, max and argmax along either axis for the cpu backend, X (M,N) row-major, any M, N >= 1.
 // Six entries, one body per axis: <op>_axis1 reduces each row (Y has M elements), <op>_axis0
 // each column (Y has N). Values are fp32 in SIMD vectors of VW lanes with ACC independent
-// accumulators; argmax keeps per lane the first maximum and its index, and the lanes combine to
-// the smallest index among equal maxima: the first maximum, as numpy's argmax.
+// accumulators. argmax gives the first maximum, as numpy's argmax: along a row by segments (the
+// maximum, then its first index); down the columns each lane keeps its first maximum and index.
 //
 // axis 1: a block owns ROWS rows. Few long rows (M < 2 x threads): up to SPLIT blocks share a
 // row (grid x), each one chunk; they exchange partials through a slot in shared memory and wait
@@ -28,6 +28,8 @@
 //          the reads; 16 streams too many rows at once)
 //   PF     elements ahead of the loads that each row is prefetched into L2 (axis 0; 0: none)
 //   SPLIT  most blocks that share one row or column tile
+//   SEG    elements per segment of argmax along a row (axis 1): each segment's maximum first,
+//          then a search for its index only where it beats the row's best so far
 // Each axis's spec defines only its own parameters.
 #ifndef ACC
 #define ACC 1
@@ -43,6 +45,9 @@
 #endif
 #ifndef PF
 #define PF 512
+#endif
+#ifndef SEG
+#define SEG 2048
 #endif
 
 // The vector helpers (kf_vf, kf_load, kf_exchange, ...) are the cpu prelude's.
@@ -68,39 +73,53 @@ template <int O>
 static inline State identity() {
   return {O == kSum ? 0.0f : -__builtin_inff(), 3.0e38f};
 }
-static inline vi lane_index() {
-  vi v;
-  for (int e = 0; e < KF_VW; ++e) v[e] = e;
-  return v;
-}
 
 // --- axis 1: each row -----------------------------------------------------------------------
-// The state of x[0:n), indices offset by j0.
+// The sum or the maximum of x[0:n), in ACC independent vector accumulators. kf_max(x, v) keeps
+// v where x is NaN: the maximum skips NaNs.
 template <int O>
-static State row_chunk(const T* x, long long n, long long j0) {
+static float row_value(const T* x, long long n) {
   const float fill = O == kSum ? 0.0f : -__builtin_inff();
   vf v[ACC];
-  vi at[ACC];
-  for (int a = 0; a < ACC; ++a) v[a] = (vf){} + fill, at[a] = (vi){};
-  auto step = [&](int a, vf x_v, long long j) {
-    if constexpr (O == kSum) v[a] += x_v;
-    if constexpr (O == kMax) v[a] = x_v > v[a] ? x_v : v[a];
-    if constexpr (O == kArgmax) {
-      const vi better = x_v > v[a];  // strict: a lane keeps its first maximum
-      v[a] = better ? x_v : v[a];
-      at[a] = better ? (vi){} + (int)j + lane_index() : at[a];
-    }
-  };
+  for (int a = 0; a < ACC; ++a) v[a] = kf_splat(fill);
+  auto step = [&](int a, vf x_v) { v[a] = O == kSum ? v[a] + x_v : kf_max(x_v, v[a]); };
   long long j = 0;
   for (; j + KF_VW * ACC <= n; j += KF_VW * ACC)
 #pragma GCC unroll 16
-    for (int a = 0; a < ACC; ++a) step(a, kf_load(x + j + a * KF_VW), j + a * KF_VW);
-  for (; j + KF_VW <= n; j += KF_VW) step(0, kf_load(x + j), j);
-  if (j < n) step(0, kf_load_part(x + j, (int)(n - j), fill), j);
-  State s = identity<O>();
-  for (int a = 0; a < ACC; ++a)
-    for (int e = 0; e < KF_VW; ++e) s = combine<O>(s, {v[a][e], (float)(j0 + at[a][e])});
-  return s;
+    for (int a = 0; a < ACC; ++a) step(a, kf_load(x + j + a * KF_VW));
+  for (; j + KF_VW <= n; j += KF_VW) step(0, kf_load(x + j));
+  if (j < n) step(0, kf_load_part(x + j, (int)(n - j), fill));
+  for (int a = 1; a < ACC; ++a) step(0, v[a]);
+  return O == kSum ? kf_hsum(v[0]) : kf_hmax(v[0]);
+}
+
+// The first maximum of x[0:n) and its index (offset by j0), SEG elements at a time: a
+// segment's maximum costs what max costs (one vmaxps a vector), and only a segment whose
+// maximum beats the best so far is searched again, from L1, for the first element equal to it.
+// Along a random row new maxima grow rare (about ln(segments) of them), so argmax costs about
+// what max does, where keeping an index per lane cost a compare and two blends a vector more; a
+// rising row searches every segment (twice max's work). Later equal maxima do not beat the
+// first; NaNs are skipped.
+static State argmax_chunk(const T* x, long long n, long long j0) {
+  State best = {-__builtin_inff(), (float)j0};
+  for (long long s0 = 0; s0 < n; s0 += SEG) {
+    const T* seg = x + s0;
+    const long long len = n - s0 < SEG ? n - s0 : SEG;
+    const float m = row_value<kMax>(seg, len);
+    if (!(m > best.v)) continue;
+    const vf mv = kf_splat(m);
+    long long j = 0;
+    while (j + KF_VW <= len && !kf_any(kf_load(seg + j) == mv)) j += KF_VW;
+    while (kf_to_f32(seg[j]) != m) ++j;  // within that vector, or in the segment's tail
+    best = {m, (float)(j0 + s0 + j)};
+  }
+  return best;
+}
+
+template <int O>
+static State row_chunk(const T* x, long long n, long long j0) {
+  if constexpr (O == kArgmax) return argmax_chunk(x, n, j0);
+  else return {row_value<O>(x, n), 0};
 }
 
 template <int O>

@@ -3,8 +3,10 @@
 // find the answer nor replay an earlier one.
 #include "kforge/verify.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <list>
 #include <mutex>
@@ -24,11 +26,18 @@ std::size_t reference_bytes(const Reference& r) {
   return n * sizeof(double);
 }
 
-// What the cache may hold: a quarter of the machine's memory (eight references of a tensor
-// beyond the last-level cache once took ten gigabytes), and always the newest one.
+// What the cache may hold beyond the newest reference: a quarter of the machine's memory (eight
+// references of a tensor beyond the last-level cache once took ten gigabytes), an eighth of the
+// address space where it is limited (an isolated evaluation's worker).
 std::size_t reference_cache_budget() {
-  static const std::size_t budget = static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) *
-                                    static_cast<std::size_t>(sysconf(_SC_PAGE_SIZE)) / 4;
+  static const std::size_t budget = [] {
+    std::size_t b = static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) *
+                    static_cast<std::size_t>(sysconf(_SC_PAGE_SIZE)) / 4;
+    rlimit limit{};
+    if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+      b = std::min<std::size_t>(b, limit.rlim_cur / 8);
+    return b;
+  }();
   return budget;
 }
 

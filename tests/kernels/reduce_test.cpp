@@ -68,6 +68,19 @@ TEST(ReduceCpu, ArgmaxTakesTheFirstOfTiedMaxima) {
   }
 }
 
+// argmax along rows by segments: a maximum that first appears in a later segment, later
+// segments that only tie it (integers: they must not win), and segments that end mid-vector.
+TEST(ReduceCpu, RowArgmaxBySegmentsKeepsTheFirstMaximum) {
+  auto backend = make_backend("cpu");
+  for (Distribution d : {Distribution::normal, Distribution::integers, Distribution::wide}) {
+    EvalRequest req = library_request("reduce.argmax_axis1", "cpu", {{"M", 13}, {"N", 5003}}, DType::fp32,
+                                      {{"SEG", 512}});
+    req.verify.distributions = {d};
+    const EvalResult r = evaluate(req, *backend);
+    EXPECT_TRUE(r.passed()) << distribution_name(d) << ": " << describe(r);
+  }
+}
+
 // One long row (column) shared by more blocks than cores: the barrier and the combination.
 TEST(ReduceCpu, LongReductionSharedByFiveThreads) {
   auto backend = make_backend("cpu", {.threads = 5});

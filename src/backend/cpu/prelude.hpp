@@ -132,7 +132,30 @@ static inline void kf_store_nt(kf_storage* p, kf_vf v) {
 }
 static inline void kf_fence() { __builtin_ia32_sfence(); }
 
-static inline kf_vf kf_max(kf_vf a, kf_vf b) { return a > b ? a : b; }
+// a > b ? a : b, the larger value or, when either is NaN, b: exactly vmaxps(a, b), one
+// instruction where GCC compiles the ?: form to a compare and a blend.
+static inline kf_vf kf_max(kf_vf a, kf_vf b) {
+#if KF_VW == 16 && defined(__AVX512F__)
+  return __builtin_ia32_maxps512_mask(a, b, kf_vf{}, (unsigned short)-1, 4);
+#elif KF_VW == 8 && defined(__AVX__)
+  return __builtin_ia32_maxps256(a, b);
+#else
+  return a > b ? a : b;
+#endif
+}
+// Whether any lane of a compare's mask is set: one test instruction where there is one.
+static inline bool kf_any(kf_vi m) {
+#if KF_VW == 16 && defined(__AVX512F__)
+  return __builtin_ia32_ptestmd512(m, m, (unsigned short)-1) != 0;
+#elif KF_VW == 8 && defined(__AVX__)
+  typedef long long v4di __attribute__((vector_size(32)));
+  return !__builtin_ia32_ptestz256((v4di)m, (v4di)m);
+#else
+  for (int i = 0; i < KF_VW; ++i)
+    if (m[i]) return true;
+  return false;
+#endif
+}
 
 // x clamped to at least lo, or at most hi; a NaN stays NaN. One vmaxps / vminps (which return
 // their second operand when either is NaN), where GCC compiles the ?: forms to a compare and a
