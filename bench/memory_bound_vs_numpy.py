@@ -18,7 +18,7 @@ Sizes default to N = 8192 and M rows enough for each tensor to outgrow the last-
 least 4096 rows, 128 MiB): 4096 x 8192 with a 32 MiB L3, 9216 x 8192 (288 MiB a tensor) with a
 260 MiB one, so both sides stream from memory. (Each kforge bench call at that size spends about
 a minute outside the timing: verification trials, the double reference, and checking the output
-of every timed run, single-threaded.) CPU timings: kforge runs on all cores, numpy's ufuncs on one. numpy (and
+of every timed run.) CPU timings: kforge runs on all cores, numpy's ufuncs on one. numpy (and
 scipy, for GELU's erf) are installed with pip into build/bench-venv when missing (never a
 dependency of kforge).
 
