@@ -132,17 +132,24 @@ static inline void kf_store_nt(kf_storage* p, kf_vf v) {
 }
 static inline void kf_fence() { __builtin_ia32_sfence(); }
 
-// a > b ? a : b, the larger value or, when either is NaN, b: exactly vmaxps(a, b), one
-// instruction where GCC compiles the ?: form to a compare and a blend.
-static inline kf_vf kf_max(kf_vf a, kf_vf b) {
+// a > b ? a : b and a < b ? a : b: the larger (smaller) value or, when either is NaN, b. Exactly
+// vmaxps(a, b) / vminps(a, b), one instruction where GCC compiles the ?: forms to a compare and a
+// blend.
 #if KF_VW == 16 && defined(__AVX512F__)
-  return __builtin_ia32_maxps512_mask(a, b, kf_vf{}, (unsigned short)-1, 4);
+#define KF_MAXPS(a, b) __builtin_ia32_maxps512_mask(a, b, kf_vf{}, (unsigned short)-1, 4)
+#define KF_MINPS(a, b) __builtin_ia32_minps512_mask(a, b, kf_vf{}, (unsigned short)-1, 4)
 #elif KF_VW == 8 && defined(__AVX__)
-  return __builtin_ia32_maxps256(a, b);
+#define KF_MAXPS(a, b) __builtin_ia32_maxps256(a, b)
+#define KF_MINPS(a, b) __builtin_ia32_minps256(a, b)
 #else
-  return a > b ? a : b;
+#define KF_MAXPS(a, b) ((a) > (b) ? (a) : (b))
+#define KF_MINPS(a, b) ((a) < (b) ? (a) : (b))
 #endif
-}
+static inline kf_vf kf_max(kf_vf a, kf_vf b) { return KF_MAXPS(a, b); }
+static inline kf_vf kf_min(kf_vf a, kf_vf b) { return KF_MINPS(a, b); }
+// x clamped to at least lo, or at most hi; a NaN stays NaN.
+static inline kf_vf kf_at_least(kf_vf x, float lo) { return kf_max(kf_splat(lo), x); }
+static inline kf_vf kf_at_most(kf_vf x, float hi) { return kf_min(kf_splat(hi), x); }
 // Whether any lane of a compare's mask is set: one test instruction where there is one.
 static inline bool kf_any(kf_vi m) {
 #if KF_VW == 16 && defined(__AVX512F__)
@@ -154,28 +161,6 @@ static inline bool kf_any(kf_vi m) {
   for (int i = 0; i < KF_VW; ++i)
     if (m[i]) return true;
   return false;
-#endif
-}
-
-// x clamped to at least lo, or at most hi; a NaN stays NaN. One vmaxps / vminps (which return
-// their second operand when either is NaN), where GCC compiles the ?: forms to a compare and a
-// blend.
-static inline kf_vf kf_at_least(kf_vf x, float lo) {
-#if KF_VW == 16 && defined(__AVX512F__)
-  return __builtin_ia32_maxps512_mask(kf_splat(lo), x, kf_vf{}, (unsigned short)-1, 4);
-#elif KF_VW == 8 && defined(__AVX__)
-  return __builtin_ia32_maxps256(kf_splat(lo), x);
-#else
-  return x < lo ? kf_splat(lo) : x;
-#endif
-}
-static inline kf_vf kf_at_most(kf_vf x, float hi) {
-#if KF_VW == 16 && defined(__AVX512F__)
-  return __builtin_ia32_minps512_mask(kf_splat(hi), x, kf_vf{}, (unsigned short)-1, 4);
-#elif KF_VW == 8 && defined(__AVX__)
-  return __builtin_ia32_minps256(kf_splat(hi), x);
-#else
-  return x > hi ? kf_splat(hi) : x;
 #endif
 }
 static inline float kf_hsum(kf_vf v) {
