@@ -129,8 +129,8 @@ class ErrorBound {
 };
 
 // The reference for an instance, cached for the most recently used instances keyed by `key`
-// (tuning evaluates many configurations on the same inputs): eight at most, and no more than a
-// quarter of the machine's memory beyond the newest.
+// (tuning evaluates many configurations on the same inputs): eight at most, together within a
+// quarter of the machine's memory, the newest always.
 struct Reference {
   std::vector<std::vector<double>> out, magnitude;
 };

@@ -26,9 +26,9 @@ std::size_t reference_bytes(const Reference& r) {
   return n * sizeof(double);
 }
 
-// What the cache may hold beyond the newest reference: a quarter of the machine's memory (eight
-// references of a tensor beyond the last-level cache once took ten gigabytes), an eighth of the
-// address space where it is limited (an isolated evaluation's worker).
+// What the cached references may take together (the newest is kept whatever its size): a
+// quarter of the machine's memory (eight references of a tensor beyond the last-level cache once
+// took ten gigabytes), an eighth of the address space where it is limited (an isolated worker).
 std::size_t reference_cache_budget() {
   static const std::size_t budget = [] {
     std::size_t b = static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) *
