@@ -81,12 +81,14 @@ void add_tune(CLI::App& app, int& code) {
     // A backend without a winner fails the command, even when another backend has one.
     code = winners.empty() || winners.size() < doc.size() ? kExitFailedGate : exit_code(winners);
     if (o->json) { fmt::print("{}\n", doc.dump(2)); return; }
+    const std::string peer = problem->baseline_name().empty() ? "baseline" : problem->baseline_name();
     fmt::print("{:<7} {:<22} {:<44} {:>10} {:>9} {:>6} {:>10}\n", "backend", "sizes", "best parameters",
-               "time ms", "GFLOP/s", "SOL%", "vs " + problem->baseline_name());
-    for (const auto& w : winners)
-      fmt::print("{:<7} {:<22} {:<44} {:>10.3f} {:>9.1f} {:>6.1f} {:>9.2f}x\n", w.backend, format_sizes(w.sizes),
+               "time ms", "GFLOP/s", "SOL%", "vs " + peer);
+    for (const auto& w : winners)  // "-" where the problem has no baseline to time
+      fmt::print("{:<7} {:<22} {:<44} {:>10.3f} {:>9.1f} {:>6.1f} {:>10}\n", w.backend, format_sizes(w.sizes),
                  format_params(w.params), w.timing ? w.timing->median_s * 1e3 : 0.0, w.gflops,
-                 w.roofline ? 100 * w.roofline->sol_fraction : 0.0, w.speedup());
+                 w.roofline ? 100 * w.roofline->sol_fraction : 0.0,
+                 w.baseline ? fmt::format("{:.2f}x", w.speedup()) : "-");
     for (const auto& e : doc)
       if (!e.contains("best")) fmt::print("{:<7} no configuration passed\n", e["backend"].get<std::string>());
   });
