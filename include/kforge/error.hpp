@@ -10,6 +10,12 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A problem that cannot be judged with: a problem file that is malformed, or whose reference
+// does not compile, crashes or hangs. The problem's fault, never the kernel's: exit code 2.
+struct ProblemError : UsageError {
+  using UsageError::UsageError;
+};
+
 // A source that did not compile; `log` holds the compiler's own words.
 struct CompileError : std::runtime_error {
   CompileError(const std::string& what, std::string log)

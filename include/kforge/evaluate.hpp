@@ -26,6 +26,7 @@ enum class Disposition {
 
 struct EvalRequest {
   std::string problem;
+  std::string problem_file;  // the problem file it was loaded from; empty for the library's
   KernelSpec kernel;
   Sizes sizes;           // complete (already resolved against the problem's defaults)
   Scalars scalars;       // values the user fixed (checked); the others follow the trial

@@ -107,8 +107,12 @@ class Problem {
   }
   [[nodiscard]] virtual std::string baseline_name() const { return {}; }
 
-  // Kernel specs shipped with the problem (paths of embedded JSON specs).
+  // Kernel specs shipped with the problem: paths of embedded JSON specs, or absolute paths of
+  // files on disk (a problem file's kernels).
   [[nodiscard]] virtual std::vector<std::string> kernel_specs() const = 0;
+  // The problem file this problem was loaded from; empty for the library's compiled-in ones.
+  // A worker subprocess loads it again from there.
+  [[nodiscard]] virtual std::string source_file() const { return {}; }
 
   // Sizes from defaults overridden by `overrides`; throws UsageError on an unknown name or a
   // size < 1.
@@ -125,7 +129,10 @@ class Problem {
 
 // The library: every problem and its kernels, from kernels/registry.cpp.
 [[nodiscard]] const std::vector<std::shared_ptr<Problem>>& problems();
-[[nodiscard]] std::shared_ptr<Problem> find_problem(const std::string& name);  // throws UsageError
+// A library problem by name, or a problem file (src/problem/): `name` may be a path to a
+// problem file, or the name of one already loaded or found in $KFORGE_PROBLEM_PATH's folders.
+// Throws UsageError (unknown name) or ProblemError (a bad file).
+[[nodiscard]] std::shared_ptr<Problem> find_problem(const std::string& name);
 [[nodiscard]] std::vector<KernelSpec> library_kernels(const Problem& p);
 // The library kernel of `problem` for `lang` at sizes `s`: the first spec of that language whose
 // "applies" holds (a special case listed before the general kernel); throws UsageError if none.

@@ -38,6 +38,9 @@ struct TuneOptions {
   // evaluation that ran, as soon as it ends.
   std::function<std::optional<EvalResult>(const EvalRequest&)> lookup;
   std::function<void(const EvalRequest&, const EvalResult&)> record;
+  // Evaluate each configuration in a kforge-worker subprocess (evaluate_isolated): for kernels
+  // that are not kforge's own, such as a problem file's.
+  bool isolate = false;
 };
 
 struct TuneResult {

@@ -45,7 +45,8 @@ void add_run(CLI::App& app, int& code, const char* name, const char* help, bool 
       req.baseline = bench && !*no_baseline;
       if (bench) measure->apply(req.measure);
       if (bench) sources.push_back(store->choose(req, *backend, o->params));
-      results.push_back(evaluate(req, *backend));
+      // A problem file's kernels are not kforge's own: they run in an isolated worker.
+      results.push_back(problem->source_file().empty() ? evaluate(req, *backend) : evaluate_isolated(req));
     }
     if (bench) print_results_with_source(results, sources, o->json);
     else print_results(results, o->json, bench);

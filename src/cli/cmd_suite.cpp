@@ -14,6 +14,7 @@
 #include "kforge/backend.hpp"
 #include "kforge/error.hpp"
 #include "kforge/measure.hpp"
+#include "kforge/problem_file.hpp"
 #include "kforge/util.hpp"
 
 namespace kforge::cli {
@@ -21,6 +22,7 @@ namespace {
 
 struct SuiteOptions : InstanceOptions {
   std::string problems;  // comma-separated filter; empty: all
+  std::string folder;    // --problems DIR: the problem files there instead of the library
   bool csv = false;
   MeasureFlags measure;
   BenchStoreOptions store;  // each problem runs its best stored configuration, if any
@@ -153,40 +155,51 @@ void add_suite(CLI::App& app, int& code) {
   o->backends = "all";
   o->add_to(*cmd, /*problem_positional=*/false);
   cmd->add_option("--problem", o->problems, "only these problems (comma-separated)");
+  cmd->add_option("--problems", o->folder, "run the problem files in this folder (kernels beside them) instead of the library");
   cmd->add_flag("--csv", o->csv, "print CSV rows instead of a table");
   o->measure.add_to(*cmd);
   o->store.add_to(*cmd);
   cmd->callback([o, &code] {
     if (!o->params.empty()) throw UsageError("suite runs every problem: --params does not apply (tune, then the suite reads the store)");
     if (o->json && o->csv) throw UsageError("choose one of --json and --csv");
+    const auto all = o->folder.empty() ? problems() : problems_in(o->folder);
+    if (all.empty()) throw UsageError("no problem files in " + o->folder);
     const auto wanted = o->problems.empty() ? std::vector<std::string>{} : split(o->problems, ',');
-    for (const auto& w : wanted) (void)find_problem(w);  // an unknown name: a usage error
+    for (const auto& w : wanted)  // an unknown name: a usage error
+      if (std::none_of(all.begin(), all.end(), [&](const auto& p) { return p->name() == w; })) (void)find_problem(w);
     std::vector<EvalResult> results;
     std::vector<ParamsSource> sources;
     nlohmann::json ceilings_json = nlohmann::json::array();
     const auto names = backend_list(o->backends);
     std::size_t total = 0, done = 0;
-    for (const auto& p : problems())
+    for (const auto& p : all)
       if (wanted.empty() || std::find(wanted.begin(), wanted.end(), p->name()) != wanted.end())
         total += names.size();
     for (const auto& name : names) {
       auto backend = make_backend(name, {.threads = o->threads});
       if (backend->can_run()) ceilings_json.push_back(ceilings(*backend).to_json());
-      for (const auto& p : problems()) {
+      for (const auto& p : all) {
         if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), p->name()) == wanted.end())
           continue;
+        const bool from_file = !p->source_file().empty();
         progress("suite", static_cast<int>(done), static_cast<int>(total));
         InstanceOptions io = *o;
         io.problem = p->name();
         io.sizes = assignments_for(p->size_names(), parse_assignments(o->sizes));
         io.scalars = assignments_for(p->scalar_names(), parse_real_assignments(o->scalars));
         const Sizes sizes = p->resolve_sizes(parse_assignments(io.sizes));  // picks the kernel
+        const auto kernels = library_kernels(*p);
+        if (from_file && std::none_of(kernels.begin(), kernels.end(), [&](const KernelSpec& k) {
+              return k.lang == backend->lang() && k.applies_to(sizes); })) {
+          ++done;  // a problem file need not bring a kernel for every backend
+          continue;
+        }
         EvalRequest req = make_request(io, *p, library_kernel(*p, backend->lang(), sizes), name);
         req.bench = true;
         req.baseline = true;
         o->measure.apply(req.measure);
         sources.push_back(o->store.choose(req, *backend, ""));
-        results.push_back(evaluate(req, *backend));
+        results.push_back(from_file ? evaluate_isolated(req) : evaluate(req, *backend));  // not kforge's own code
         progress("suite", static_cast<int>(++done), static_cast<int>(total));
       }
     }

@@ -42,6 +42,7 @@ void add_tune(CLI::App& app, int& code) {
       const Sizes sizes = problem->resolve_sizes(parse_assignments(o->sizes));  // picks the kernel
       EvalRequest base = make_request(*o, *problem, restrict_space(library_kernel(*problem, backend->lang(), sizes), only), name);
       TuneOptions to{o->strategy, o->budget, o->tune_seed, o->extra.time_limit_s, strategy_options(o->extra)};
+      to.isolate = !problem->source_file().empty();  // a problem file's kernels are not kforge's own
       const auto recorder = o->store.recorder(*backend);  // the results store: record, resume
       if (recorder) recorder->attach(to);
       double best_ms = 0;

@@ -99,20 +99,20 @@ std::string Problem::signature(Lang lang) const {
   return sig + ")";
 }
 
-std::shared_ptr<Problem> find_problem(const std::string& name) {
-  for (const auto& p : problems())
-    if (p->name() == name) return p;
-  std::string names;
-  for (const auto& p : problems()) names += (names.empty() ? "" : ", ") + p->name();
-  throw UsageError("unknown problem '" + name + "' (known: " + names + ")");
-}
-
 std::vector<KernelSpec> library_kernels(const Problem& p) {
   std::vector<KernelSpec> out;
   for (const std::string& path : p.kernel_specs()) {
+    // A library problem's specs are embedded in kforge; a problem file's lie on disk.
+    const bool on_disk = path.starts_with("/");
+    const auto text = [&](const std::string& p) { return on_disk ? read_file(p) : embedded_file(p); };
     const std::string dir = path.substr(0, path.rfind('/') + 1);
-    const auto j = nlohmann::json::parse(embedded_file(path));
-    out.push_back(KernelSpec::from_json(j, [&](const std::string& f) { return embedded_file(dir + f); }));
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(text(path));
+    } catch (const nlohmann::json::exception& e) {
+      throw UsageError("kernel spec " + path + " is not valid JSON: " + e.what());
+    }
+    out.push_back(KernelSpec::from_json(j, [&](const std::string& f) { return text(dir + f); }));
     out.back().source_path = dir + out.back().source_path;
   }
   return out;

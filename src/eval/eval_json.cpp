@@ -9,6 +9,7 @@ nlohmann::json EvalRequest::to_json() const {
   nlohmann::json dists = nlohmann::json::array();
   for (Distribution d : verify.distributions) dists.push_back(distribution_name(d));
   return {{"problem", problem},
+          {"problem_file", problem_file},
           {"kernel", kernel.to_json(true)},
           {"sizes", sizes},
           {"scalars", scalars},
@@ -32,6 +33,7 @@ nlohmann::json EvalRequest::to_json() const {
 EvalRequest EvalRequest::from_json(const nlohmann::json& j) {
   EvalRequest r;
   r.problem = j.at("problem");
+  r.problem_file = j.value("problem_file", std::string());
   const auto& k = j.at("kernel");
   r.kernel = KernelSpec::from_json_with_source(k, k.at("source_text").get<std::string>());
   r.kernel.source_path = k.value("source", std::string());

@@ -11,6 +11,7 @@
 #include "eval/runner.hpp"
 #include "kforge/error.hpp"
 #include "kforge/problem.hpp"
+#include "kforge/problem_file.hpp"
 
 namespace kforge {
 
@@ -210,7 +211,8 @@ void time_and_check(const EvalRequest& req, Backend& backend, const Problem& pro
 }
 
 void run_gates(const EvalRequest& req, Backend& backend, EvalResult& r) {
-  const auto problem = find_problem(req.problem);
+  const auto problem = req.problem_file.empty() ? find_problem(req.problem)
+                                                : load_problem_file(req.problem_file);
   const KernelSpec& k = req.kernel;
   if (k.lang != backend.lang()) {
     r.disposition = Disposition::not_supported;

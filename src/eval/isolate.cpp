@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "kforge/error.hpp"
 #include "kforge/evaluate.hpp"
 
 namespace kforge {
@@ -38,8 +39,13 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
                                       {.timeout_s = limits.timeout_s, .memory_bytes = memory});
   std::string unreadable;
   if (p.ok()) {
+    nlohmann::json j;
     try {
-      return EvalResult::from_json(nlohmann::json::parse(p.out));
+      j = nlohmann::json::parse(p.out);
+      if (j.contains("problem_error")) throw ProblemError(j.at("problem_error").get<std::string>());
+      return EvalResult::from_json(j);
+    } catch (const ProblemError&) {
+      throw;  // the problem file's fault, not the kernel's: the command exits 2
     } catch (const std::exception& e) {
       unreadable = e.what();  // reported as crashed below
     }

@@ -22,6 +22,8 @@ int main() {
     const auto req = kforge::EvalRequest::from_json(nlohmann::json::parse(input));
     auto backend = kforge::make_backend(req.backend, req.backend_options);
     out = kforge::evaluate(req, *backend).to_json();
+  } catch (const kforge::ProblemError& e) {
+    out = {{"problem_error", e.what()}};  // the problem's fault: the caller exits 2, not "crashed"
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kforge-worker: %s\n", e.what());
     code = 3;

@@ -92,7 +92,9 @@ TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o,
     req.baseline = false;  // the caller measures the peer once, beside the winner
     const auto t0 = std::chrono::steady_clock::now();
     std::optional<EvalResult> stored = o.lookup ? o.lookup(req) : std::nullopt;  // resume
-    r.evaluations.push_back(stored ? std::move(*stored) : evaluate(req, backend));
+    r.evaluations.push_back(stored ? std::move(*stored)
+                            : o.isolate ? evaluate_isolated(req)
+                                        : evaluate(req, backend));
     if (!stored && o.record) o.record(req, r.evaluations.back());
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const EvalResult& e = r.evaluations.back();
