@@ -6,7 +6,11 @@ Usage: bench/strategies_kerneltuner.py [--kforge BUILD/bench/strategies] [--seed
 
 Installs kernel_tuner (pinned) into bench/.venv on first use and re-runs itself there. Each
 Kernel Tuner strategy runs in its simulation mode (a cache file replayed as the device), with
-strategy_options={"max_fevals": budget} and the Python and NumPy generators seeded per run.
+strategy_options={"max_fevals": budget}. Every generator a strategy may draw from is seeded per
+run: Python's, NumPy's global one (scipy's dual_annealing and differential_evolution draw from
+it) and scipy's Latin hypercube sampler (bayes_opt's and diff_evo's initial samples; left alone
+it draws from fresh OS entropy). Each run gets its own Searchspace: the object caches neighbours
+as a strategy asks for them, so a shared one would let later runs follow earlier ones.
 The search space given to Kernel Tuner is exactly the configurations recorded in the cache,
 failed ones included (as kforge's replay sees it), so both pay for failures alike; Kernel
 Tuner's own tune_cache() would drop the failed configurations from the space.
@@ -17,6 +21,8 @@ the best came within 5% and 1% of the optimum ("-" when fewer than half the seed
 The kforge numbers come from `bench/strategies --json` run with the same seeds and budgets.
 """
 import argparse
+import copy
+import inspect
 import json
 import math
 import os
@@ -33,6 +39,9 @@ VENV = os.path.join(HERE, ".venv")
 KT_VERSION = "1.5.0"
 KT_STRATEGIES = ["random_sample", "simulated_annealing", "genetic_algorithm", "greedy_ils", "mls",
                  "pso", "diff_evo", "firefly_algorithm", "dual_annealing", "bayes_opt"]
+# Strategies that pace themselves by max_fevals (annealing schedules): the first 50 evaluations of
+# a 200-evaluation run are not a 50-evaluation run, so these run once per budget.
+SELF_PACING = {"simulated_annealing", "dual_annealing"}
 
 
 def ensure_venv():
@@ -54,9 +63,40 @@ def median_or_none(values):
     return None if math.isinf(m) else m
 
 
+_LATIN_HYPERCUBE = None  # scipy's own class, kept before it is replaced by seeded_latin_hypercube
+
+
+def seed_latin_hypercube(seed):
+    """Makes every scipy LatinHypercube built without a seed draw from one generator seeded by
+    `seed` (Kernel Tuner builds them unseeded, so np.random.seed does not reach them)."""
+    global _LATIN_HYPERCUBE
+    import numpy as np
+    from scipy.stats import qmc
+    import kernel_tuner.strategies.bayes_opt as kt_bayes_opt
+
+    if _LATIN_HYPERCUBE is None:
+        _LATIN_HYPERCUBE = qmc.LatinHypercube
+    original = _LATIN_HYPERCUBE
+    # scipy >= 1.15 names the argument rng; older versions only know seed.
+    key = "rng" if "rng" in inspect.signature(original.__init__).parameters else "seed"
+    generator = np.random.default_rng(seed)
+
+    def seeded(*args, **kwargs):
+        if kwargs.get("rng") is None and kwargs.get("seed") is None:
+            kwargs.pop("rng", None)
+            kwargs.pop("seed", None)
+            kwargs[key] = generator
+        return original(*args, **kwargs)
+
+    qmc.LatinHypercube = seeded  # searchspace.get_LHS_sample imports it at each call
+    if hasattr(kt_bayes_opt, "LatinHypercube"):  # imported by name when the module loaded
+        kt_bayes_opt.LatinHypercube = seeded
+
+
 class Replayer:
-    """One cache file, loaded once; Kernel Tuner's cache reading and search-space construction
-    are memoized so hundreds of runs do not parse the JSON or rebuild the space each time."""
+    """One cache file, loaded once; Kernel Tuner's cache reading is memoized, and the search
+    space is built once and deep-copied for each run (a fresh, unused Searchspace every time,
+    without rebuilding its constraint solution)."""
 
     def __init__(self, path, tmpdir):
         import kernel_tuner.interface as kti
@@ -74,7 +114,7 @@ class Replayer:
         self.optimum = min(times)
         members = self.members
         self.restriction = FunctionConstraint(lambda *values: tuple(values) in members)
-        self.space = None
+        self.pristine = None  # a Searchspace no strategy has touched
         self.kti, self.ktu = kti, ktu
 
     def run(self, strategy, budget, seed):
@@ -89,14 +129,20 @@ class Replayer:
             return me.data["cache"]
 
         def searchspace(*args, **kwargs):
-            if me.space is None:
-                me.space = Searchspace(*args, **kwargs)
-            return me.space
+            # The arguments are the same for every run on this cache, so a copy of the first
+            # space built is what a fresh construction would give.
+            if me.pristine is None:
+                me.pristine = Searchspace(*args, **kwargs)
+            try:
+                return copy.deepcopy(me.pristine)
+            except Exception:  # something in it that cannot be copied: build it again
+                return Searchspace(*args, **kwargs)
 
         kti.util.process_cache = process_cache
         kti.Searchspace = searchspace
         random.seed(seed)
         np.random.seed(seed)
+        seed_latin_hypercube(seed)
         prob = self.data["problem_size"]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -139,8 +185,10 @@ def run_kernel_tuner(caches, strategies, budgets, seeds, prefix):
                 t0 = time.time()
                 entry = {"ratio": {}, "to5": None, "to1": None}
                 # With `prefix`, one run at the largest budget per seed; a smaller budget reads the
-                # best found within its first evaluations.
-                for b in [max(budgets)] if prefix else budgets:
+                # best found within its first evaluations. Self-pacing strategies always run once
+                # per budget.
+                per_budget = not prefix or s in SELF_PACING
+                for b in budgets if per_budget else [max(budgets)]:
                     runs = []
                     for seed in range(1, seeds + 1):
                         try:
@@ -148,7 +196,7 @@ def run_kernel_tuner(caches, strategies, budgets, seeds, prefix):
                         except Exception as e:  # e.g. bayes_opt on a space smaller than its sample
                             print(f"  {name} {s} budget {b} seed {seed}: {type(e).__name__}: {e}", file=sys.stderr)
                             runs.append((math.inf, math.inf, math.inf, []))
-                    for bb in (budgets if prefix else [b]):
+                    for bb in ([b] if per_budget else budgets):
                         def at(trace):
                             t = trace[:bb]
                             return t[-1] / rep.optimum if t and not math.isinf(t[-1]) else math.inf
@@ -171,7 +219,8 @@ def main():
     ap.add_argument("--json", help="write every number here")
     ap.add_argument("--per-budget", action="store_true",
                     help="one Kernel Tuner run per budget (default: one run at the largest budget, "
-                         "smaller budgets read from its first evaluations)")
+                         "smaller budgets read from its first evaluations, except for the "
+                         "self-pacing " + " and ".join(sorted(SELF_PACING)) + ", always per budget)")
     ap.add_argument("--table-from", nargs="*", default=[],
                     help="print the table from JSON files written by --json (this script's or "
                          "bench/strategies'), running nothing")

@@ -21,6 +21,10 @@ inline constexpr Distribution kAllDistributions[] = {Distribution::normal, Distr
                                                      Distribution::wide, Distribution::sparse,
                                                      Distribution::integers};
 
+// splitmix64's finalizer: a bijection of 64-bit words with full avalanche (each input bit flips
+// each output bit with probability 1/2), so neighbouring inputs give unrelated outputs.
+[[nodiscard]] std::uint64_t mix64(std::uint64_t z);
+
 // 64 random bits for (seed, stream, index).
 [[nodiscard]] std::uint64_t random_bits(std::uint64_t seed, std::uint64_t stream,
                                         std::uint64_t index);

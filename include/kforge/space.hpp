@@ -29,10 +29,12 @@ struct SpaceParam {
 };
 
 // A small, exactly reproducible generator (splitmix64) for the strategies: same seed, same
-// stream on every compiler and standard library.
+// stream on every compiler and standard library. The seed is mixed into the starting state:
+// splitmix64 steps its state by a constant, so a state that were an affine function of the
+// seed would make seed k+1's stream seed k's shifted by one draw.
 class SearchRng {
  public:
-  explicit SearchRng(std::uint64_t seed) : state_(seed * 0x9e3779b97f4a7c15ull + 0x6b666f72ull) {}
+  explicit SearchRng(std::uint64_t seed);
   std::uint64_t next();
   std::uint64_t below(std::uint64_t n);  // uniform in [0, n); n > 0
   double unit();                         // uniform in [0, 1)

@@ -28,7 +28,7 @@ namespace kforge {
 [[nodiscard]] KernelSpec restrict_space(const KernelSpec& k, const std::string& spec);
 
 struct TuneOptions {
-  std::string strategy = "random";  // see strategy_names()
+  std::string strategy = "bayes";   // see strategy_names(); `kforge tune`'s default too
   int budget = 20;                  // evaluations, the default configuration included
   std::uint64_t seed = 1;
   double time_limit_s = 0;          // stop once this much evaluation time is spent (0: none)

@@ -15,12 +15,12 @@ namespace kforge::cli {
 
 void add_tune(CLI::App& app, int& code) {
   auto* cmd = app.add_subcommand("tune", "search a kernel's parameter space for the fastest correct configuration");
-  struct Opts : InstanceOptions { std::string strategy = "random"; int budget = 20; std::uint64_t tune_seed = 1; TuneExtras extra; TuneStoreOptions store; };
+  struct Opts : InstanceOptions { std::string strategy = "bayes"; int budget = 20; std::uint64_t tune_seed = 1; TuneExtras extra; TuneStoreOptions store; };
   auto o = std::make_shared<Opts>();
   o->add_to(*cmd);
   o->quick = true;  // tuning verifies quickly; the winner is re-verified thoroughly below
   cmd->get_option("problem")->required(false);  // not with --replay
-  cmd->add_option("--strategy", o->strategy, "brute, random, anneal, genetic, mapelites or bayes")->capture_default_str();
+  cmd->add_option("--strategy", o->strategy, "bayes (Gaussian process), brute, random, anneal, genetic or mapelites")->capture_default_str();
   cmd->add_option("--budget", o->budget, "evaluations per backend (the default configuration included)")->capture_default_str();
   cmd->add_option("--tune-seed", o->tune_seed, "seed of the strategy")->capture_default_str();
   add_tune_extras(*cmd, o->extra);

@@ -28,17 +28,16 @@ Distribution parse_distribution(std::string_view name) {
                    "': use normal, uniform, wide, sparse or integers");
 }
 
-namespace {
-// splitmix64's finalizer: a bijective mix with full avalanche.
-std::uint64_t mix(std::uint64_t z) {
+std::uint64_t mix64(std::uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
-}  // namespace
 
+// The seed passes through mix64 before it meets the index, so seeds k and k+1 start their
+// counters at unrelated points and no two seeds' fills are shifted copies of each other.
 std::uint64_t random_bits(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
-  return mix(mix(seed ^ mix(stream + 0x9e3779b97f4a7c15ull)) + index * 0x9e3779b97f4a7c15ull);
+  return mix64(mix64(seed ^ mix64(stream + 0x9e3779b97f4a7c15ull)) + index * 0x9e3779b97f4a7c15ull);
 }
 
 double random_unit(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {

@@ -6,8 +6,11 @@
 #include <set>
 
 #include "kforge/error.hpp"
+#include "kforge/rng.hpp"
 
 namespace kforge {
+
+SearchRng::SearchRng(std::uint64_t seed) : state_(mix64(seed ^ 0x6b666f72ull)) {}
 
 std::uint64_t SearchRng::next() {
   std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);

@@ -149,6 +149,17 @@ TEST(Cli, EvalOfASourceThatDoesNotCompileExitsOneWithTheLog) {
   EXPECT_NE(j.value("compile_log", "").find("undeclared_thing_kf"), std::string::npos) << j.dump(2);
 }
 
+// docs/tuning.md recommends bayes as the default; `kforge tune` without --strategy must run it,
+// and --help must say so. A replay (no hardware) shows which strategy ran.
+TEST(Cli, TuneDefaultsToBayes) {
+  const auto r = kforge_cli("tune --replay " + std::string(KFORGE_TEST_DATA) + "/tiny_kt_cache.json --budget 4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(parse_or_fail(r).at("strategy"), "bayes");
+  const auto help = kforge_cli("tune --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--strategy TEXT=bayes"), std::string::npos) << help.out;
+}
+
 TEST(Cli, HelpExitsZero) {
   const auto r = kforge_cli("--help");
   EXPECT_EQ(r.exit_code, 0);

@@ -76,6 +76,15 @@ TEST(Rng, DifferentStreamsSeedsAndIndicesDiffer) {
   EXPECT_EQ(seen.size(), 64u * 64u) << "collisions among 4096 draws of 64 bits";
 }
 
+// Not merely different at each index: seed k+1 must not be seed k's stream shifted by a few
+// draws (the strategies' generator once was), or every "independent" fill would repeat values.
+TEST(Rng, ConsecutiveSeedsAreNotShiftedCopies) {
+  std::set<std::uint64_t> seen;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed)
+    for (std::uint64_t i = 0; i < 4096; ++i) seen.insert(random_bits(seed, 0, i));
+  EXPECT_EQ(seen.size(), 8u * 4096u) << "two seeds' streams share values";
+}
+
 TEST(Rng, RandomUnitIsInHalfOpenUnitInterval) {
   double lo = 1, hi = 0, sum = 0;
   const int n = 100000;
