@@ -59,6 +59,9 @@ struct EvalResult {
   std::optional<Roofline> roofline_now;  // --roof-now: against the memory roof measured next to the timing
   std::optional<Bandwidth> bandwidth_now;  // that roof: STREAM's figures, before and after, best of each
   double roof_now_change = 1;  // the largest ratio of a figure's before and after sides (1: steady)
+  // Empty unless the result beat the cached roof and the speed-of-light gate measured the roof
+  // again before judging it: what it measured, and how (roofline is then against that roof).
+  std::string roof_remeasured;
   std::optional<Timing> baseline;
   std::string baseline_name;
   [[nodiscard]] bool passed() const { return disposition == Disposition::passed; }

@@ -147,6 +147,7 @@ struct Ceilings {
   std::string backend, device;
   std::int64_t llc_bytes = 0;  // the last-level cache the llc figures fit in
   std::int64_t l2_bytes = 0;   // the L2 caches of all threads together (cpu; 0: not measured)
+  int workers = 0;             // the threads "all" ran on (0: not recorded, an older cache)
   Roofs all;  // all threads (every compute unit)
   Roofs one;  // one thread (one work-group / block)
   double measure_s = 0;  // how long measuring took
@@ -166,6 +167,13 @@ struct Ceilings {
   // micro-benchmark only ever under-measures (a neighbour on the host, a slow moment), so
   // measurements merged this way converge up to the machine's limits.
   void keep_best(const Ceilings& other);
+  // Figures that contradict each other, in words: all threads no faster than one thread (a
+  // neighbour on a core during the measurement), a cache level slower than the level below it.
+  // Such a roof is under-measured; ceilings() measures again once before it keeps one.
+  [[nodiscard]] std::vector<std::string> doubts() const;
+  // Where `doubts` name a level's all-threads figures, what they cannot be above: one thread's
+  // times the threads (an upper bound that a judge may use, never the speed of light reported).
+  [[nodiscard]] Bandwidth upper_bound_at(MemoryLevel l) const;
 };
 
 // Cached per fingerprint under the cache folder. `remeasure` measures again and keeps, per
@@ -181,6 +189,21 @@ struct Ceilings {
 // host's bandwidth swings 1.5x from one minute to the next (triad 40-68 GB/s on the 2-core
 // EPYC): the cached ceilings keep the best minute ever seen, this is the minute a kernel ran in.
 [[nodiscard]] Bandwidth measure_bandwidth(Backend& b, MemoryLevel level, int launches = 5);
+// The roof a result beat, measured again now for its own data: STREAM's kernels on arrays that
+// together hold `bytes` (hot: swept repeatedly, so they sit where the kernel's data sat; cold:
+// DRAM's arrays), and the peak of `dtype`, each `rounds` times on all threads. The figures are
+// the best round's; the spreads are the largest ratio of a figure between rounds (>= 1), so a
+// judge can allow for how far the roof itself moves from one moment to the next.
+struct RoofNow {
+  Bandwidth bandwidth;  // zeros unless asked for
+  double peak = 0;      // operations per second of dtype (0 unless asked for)
+  double bandwidth_spread = 1, peak_spread = 1;
+  int rounds = 0;
+};
+[[nodiscard]] RoofNow measure_roof_for(Backend& b, DType dtype, double bytes, bool hot,
+                                       bool memory, bool compute, int rounds = 3);
+// The file the ceilings of `b` are cached in (under the cache folder, $KFORGE_CACHE_DIR).
+[[nodiscard]] std::string ceilings_cache_path(Backend& b);
 [[nodiscard]] std::string ceilings_fingerprint(Backend& b);
 
 // The host: CPU model, logical CPUs, flags, caches, memory. Google Benchmark's "context".

@@ -39,6 +39,9 @@ void print_table(const Ceilings& c) {
              "fp32 {:.1f} GFLOP/s, fp64 {:.1f} GFLOP/s\n\n",
              c.bandwidth_bytes_s() * 1e-9, c.llc_bandwidth_bytes_s() * 1e-9, c.llc_bytes >> 20, l2,
              c.flops_for(DType::fp32) * 1e-9, c.flops_for(DType::fp64) * 1e-9);
+  // Measured twice and still contradicting each other: said, so that nobody trusts them silently.
+  for (const auto& d : c.doubts())
+    fmt::print("  in doubt (measured again, still so; a neighbour's load?): {}\n", d);
 }
 
 }  // namespace

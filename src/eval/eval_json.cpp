@@ -94,6 +94,7 @@ nlohmann::json EvalResult::to_json() const {
     j["memory_roof"] = roofline->memory_roof;
     if (roofline->score) j["sol_score"] = *roofline->score;
   }
+  if (!roof_remeasured.empty()) j["roof_remeasured"] = roof_remeasured;
   if (roofline_now && bandwidth_now) {
     j["roof_now"] = {{"sol_fraction", roofline_now->sol_fraction},
                      {"t_sol_s", roofline_now->t_sol_s},
@@ -142,6 +143,7 @@ EvalResult EvalResult::from_json(const nlohmann::json& j) {
     r.roofline->memory_roof = j.value("memory_roof", "");
     if (j.contains("sol_score")) r.roofline->score = j.at("sol_score").get<double>();
   }
+  r.roof_remeasured = j.value("roof_remeasured", "");
   if (j.contains("roof_now")) {
     const auto& n = j.at("roof_now");
     r.roofline_now.emplace();

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "eval/runner.hpp"
+#include "eval/sol_gate.hpp"
 #include "kforge/error.hpp"
 #include "kforge/problem.hpp"
 #include "kforge/problem_file.hpp"
@@ -182,31 +183,25 @@ void time_and_check(const EvalRequest& req, Backend& backend, const Problem& pro
   r.gflops = flops / r.timing->median_s * 1e-9;
   r.gbytes_s = bytes / r.timing->median_s * 1e-9;
   const double base_s = r.baseline ? r.baseline->median_s : 0.0;  // for the SOL score
-  r.roofline = roofline(ceilings(backend), req.dtype, flops, bytes, r.timing->median_s, base_s,
-                        !req.measure.cold, written);
   // Beyond the ceilings by more than the noise: first suspect the ceilings (measured under
-  // another load, perhaps), then the kernel. The noise is robust (1.4826·MAD estimates sigma):
-  // a cheat that computes once and replays afterwards has one slow sample, whose stdev would
-  // otherwise excuse any median.
-  const double noise = std::max(0.05, 3 * 1.4826 * r.timing->mad_s / r.timing->median_s);
-  if (r.roofline->sol_fraction > 1 + noise)
-    r.roofline = roofline(ceilings(backend, true), req.dtype, flops, bytes, r.timing->median_s,
-                          base_s, !req.measure.cold, written);
-  const bool suspect = r.roofline->sol_fraction > 1 + noise;
+  // another load, perhaps), then the kernel (sol_gate.cpp).
+  const SolJudgement sol = judge_speed_of_light(
+      backend, {req.dtype, flops, bytes, written, !req.measure.cold, base_s}, *r.timing);
+  r.roofline = sol.roofline;
+  r.roof_remeasured = sol.remeasured;
+  const bool suspect = sol.suspect;
   if (r.bandwidth_now) {
     Ceilings now = ceilings(backend);
     now.all.at(level) = *r.bandwidth_now;
     r.roofline_now = roofline_at(now, level, req.dtype, flops, bytes, r.timing->median_s, base_s, written);
   }
-  r.verify->checks.push_back({"speed_of_light", !suspect,
-                              fmt::format("{:.1f}% of the measured speed of light ({}-bound)",
-                                          100 * r.roofline->sol_fraction, r.roofline->bound)});
+  r.verify->checks.push_back({"speed_of_light", !suspect, sol.detail});
   if (suspect) {
     r.disposition = Disposition::suspect;
     r.verify->failed_check = "speed_of_light";
-    r.error = fmt::format("suspect: {:.2f}x the measured speed of light, beyond the noise ({:.0f}%); the "
-                          "kernel probably skips work (or the ceilings are wrong: kforge ceilings --remeasure)",
-                          r.roofline->sol_fraction, 100 * noise);
+    r.error = fmt::format("suspect: {:.2f}x the speed of light, re-measured for its data just now, beyond "
+                          "{:.0f}% (its noise times the roof's own spread); the kernel probably skips work",
+                          sol.judged, 100 * sol.margin);
   }
 }
 

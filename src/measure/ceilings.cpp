@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "kforge/backend.hpp"
@@ -51,13 +53,15 @@ nlohmann::json Ceilings::to_json() const {
           {"device", device},
           {"llc_bytes", llc_bytes},
           {"l2_bytes", l2_bytes},
+          {"workers", workers},
           {"measure_s", measure_s},
           {"bandwidth_GBs", bandwidth_bytes_s() * 1e-9},
           {"llc_bandwidth_GBs", llc_bandwidth_bytes_s() * 1e-9},
           {"fp32_GFLOPs", all.compute.fp32 * 1e-9},
           {"fp64_GFLOPs", all.compute.fp64 * 1e-9},
           {"all_threads", roofs_json(all)},
-          {"one_thread", roofs_json(one)}};
+          {"one_thread", roofs_json(one)},
+          {"doubts", doubts()}};
 }
 
 Ceilings Ceilings::from_json(const nlohmann::json& j) {
@@ -67,6 +71,7 @@ Ceilings Ceilings::from_json(const nlohmann::json& j) {
   c.device = j.value("device", "");
   c.llc_bytes = j.value("llc_bytes", std::int64_t{0});
   c.l2_bytes = j.value("l2_bytes", std::int64_t{0});
+  c.workers = j.value("workers", 0);
   c.measure_s = j.value("measure_s", 0.0);
   c.all = roofs_from(j.at("all_threads"));
   c.one = roofs_from(j.at("one_thread"));
@@ -79,16 +84,26 @@ std::string ceilings_fingerprint(Backend& b) {
          std::to_string(m.logical_cpus) + " CPUs, flags " + m.flags_hash;
 }
 
+std::string ceilings_cache_path(Backend& b) {
+  return (cache_dir("ceilings") / (hex64(hash64(ceilings_fingerprint(b) + micro_sources() +
+                                                std::to_string(kCacheVersion))) + ".json"))
+      .string();
+}
+
 Ceilings ceilings(Backend& b, bool remeasure,
                   const std::function<void(const std::string&)>& progress) {
-  const std::string fingerprint = ceilings_fingerprint(b);
-  const auto path = cache_dir("ceilings") /
-                    (hex64(hash64(fingerprint + micro_sources() +
-                                  std::to_string(kCacheVersion))) + ".json");
+  const std::filesystem::path path = ceilings_cache_path(b);
   if (!remeasure && std::filesystem::exists(path)) {
     try {
       const auto j = nlohmann::json::parse(read_file(path));
-      if (j.value("version", 0) == kCacheVersion) return Ceilings::from_json(j);
+      if (j.value("version", 0) == kCacheVersion) {
+        Ceilings c = Ceilings::from_json(j);
+        // Figures that contradict each other are measured again once; the doubts that survive
+        // are written with them (and shown by `kforge ceilings`), so they are not re-measured
+        // on every run, nor trusted silently.
+        const auto doubts = c.doubts();
+        if (doubts.empty() || j.value("doubts", std::vector<std::string>{}) == doubts) return c;
+      }
     } catch (const std::exception&) {
       // a damaged cache file: measure again
     }
@@ -132,6 +147,48 @@ void Ceilings::keep_best(const Ceilings& o) {
     mine->l2.keep_best(theirs->l2);
     compute(mine->compute, theirs->compute);
   }
+}
+
+namespace {
+// A cache level's all-threads figure is at most this much above one thread's before it looks
+// like a neighbour held a core (each core streams from its own L2 and its own share of the LLC).
+constexpr double kMinThreadGain = 1.1;
+
+int threads_of(const Ceilings& c) {
+  if (c.workers > 0) return c.workers;
+  return c.backend == "cpu" ? machine_info().logical_cpus : 0;  // an older cache: the pool's default
+}
+}  // namespace
+
+std::vector<std::string> Ceilings::doubts() const {
+  std::vector<std::string> d;
+  const int threads = threads_of(*this);
+  for (MemoryLevel l : {MemoryLevel::l2, MemoryLevel::llc}) {
+    const double a = all.at(l).best(), o = one.at(l).best();
+    if (threads > 1 && a > 0 && o > 0 && a < kMinThreadGain * o)
+      d.push_back(fmt::format("all {} threads' {} roof {:.1f} GB/s is no faster than one thread's {:.1f} GB/s",
+                              threads, level_name(l), a * 1e-9, o * 1e-9));
+  }
+  for (auto [upper, lower] : {std::pair{MemoryLevel::l2, MemoryLevel::llc},
+                              std::pair{MemoryLevel::llc, MemoryLevel::dram}}) {
+    const double u = all.at(upper).best(), w = all.at(lower).best();
+    if (u > 0 && w > 0 && u < w)
+      d.push_back(fmt::format("the {} roof {:.1f} GB/s is slower than the {} roof below it, {:.1f} GB/s",
+                              level_name(upper), u * 1e-9, level_name(lower), w * 1e-9));
+  }
+  return d;
+}
+
+Bandwidth Ceilings::upper_bound_at(MemoryLevel l) const {
+  Bandwidth u = all.at(l);
+  const int threads = threads_of(*this);
+  const Bandwidth& o = one.at(l);
+  if (l != MemoryLevel::dram && threads > 1 && u.best() < kMinThreadGain * o.best())
+    u.keep_best({o.read * threads, o.write * threads, o.copy * threads, o.triad * threads});
+  // A level is at least as fast as the level below it (the data could stream from there).
+  if (l == MemoryLevel::l2 && all.llc.best() > 0) u.keep_best(upper_bound_at(MemoryLevel::llc));
+  if (l != MemoryLevel::dram) u.keep_best(all.dram);
+  return u;
 }
 
 }  // namespace kforge

@@ -13,6 +13,9 @@
 namespace kforge {
 namespace {
 
+// Each thread's chunks of a STREAM array in the all-threads runs (see Micro::stream).
+constexpr int kBlocksPerWorker = 4;
+
 class Micro {
  public:
   Micro(Backend& b, const std::function<void(const std::string&)>& progress)
@@ -60,11 +63,17 @@ class Micro {
     if (one && !cpu()) return bw;  // one work-item cannot stream; not measured
     const std::size_t bytes = static_cast<std::size_t>(n) * 4;
     auto a = b_.alloc(bytes), x = b_.alloc(bytes), y = b_.alloc(bytes);
-    auto out = b_.alloc(static_cast<std::size_t>(std::max<std::int64_t>(workers_, n / 64) + 1) * 4);
+    // All threads: kBlocksPerWorker chunks per thread, taken from the pool's queue as a
+    // kernel's blocks are, so a neighbour that holds one core slows one thread's share only. With
+    // one chunk per thread the slowest thread set the time, and under such a neighbour the
+    // all-threads roof came out no faster than one thread's (LLC read 99 GB/s on the 2-core
+    // EPYC), below what a kernel with many blocks reaches at the same moment.
+    const std::int64_t blocks = one ? 1 : std::int64_t{workers_} * kBlocksPerWorker;
+    auto out = b_.alloc(static_cast<std::size_t>(std::max<std::int64_t>(blocks, n / 64) + 1) * 4);
     std::vector<float> init(static_cast<std::size_t>(n), 1.0f);
     for (Buffer* buf : {a.get(), x.get(), y.get()}) b_.write(*buf, init.data(), bytes);  // first touch
     init = {};
-    const LaunchGeometry g = cpu() ? LaunchGeometry{{one ? 1 : workers_, 1, 1}, {1, 1, 1}}
+    const LaunchGeometry g = cpu() ? LaunchGeometry{{blocks, 1, 1}, {1, 1, 1}}
                                    : LaunchGeometry{{(n + 255) / 256, 1, 1}, {256, 1, 1}};
     const int r = cpu() ? reps : 1;
     const int ni = static_cast<int>(n);
@@ -178,6 +187,7 @@ Ceilings measure_ceilings(Backend& b, const std::function<void(const std::string
   c.device = b.device();
   c.llc_bytes = device_llc_bytes(b);
   Micro m(b, progress);
+  c.workers = m.cpu() ? m.workers() : 0;
   c.all.compute = peaks(m, false);
   c.one.compute = peaks(m, true);
   const std::int64_t dram_n = dram_floats(c.llc_bytes), llc_n = llc_floats(c.llc_bytes);
@@ -204,6 +214,60 @@ Bandwidth measure_bandwidth(Backend& b, MemoryLevel level, int launches) {
                                                          : 0;
   if (cache > 0) return m.stream(llc_floats(cache), llc_reps(llc_floats(cache)), launches, false, level_name(level));
   return m.stream(dram_floats(device_llc_bytes(b)), 1, launches, false, "dram");
+}
+
+namespace {
+const char* peak_entry(DType t) {
+  switch (t) {
+    case DType::fp64: return "peak_fp64";
+    case DType::bf16: return "peak_bf16";
+    case DType::int8: return "peak_int8";
+    case DType::fp16: return "peak_fp16";
+    default: return "peak_fp32";
+  }
+}
+
+// The largest ratio of one figure between two measurements (1: the same, or unmeasured).
+double spread(double a, double b) { return a > 0 && b > 0 ? std::max(a, b) / std::min(a, b) : 1; }
+}  // namespace
+
+RoofNow measure_roof_for(Backend& b, DType dtype, double bytes, bool hot, bool memory, bool compute,
+                         int rounds) {
+  if (!b.can_run()) throw NotSupported("the " + b.name() + " backend cannot run here");
+  const std::function<void(const std::string&)> quiet;  // Micro keeps a reference to it
+  Micro m(b, quiet);
+  const std::int64_t llc = device_llc_bytes(b);
+  // Hot data of the kernel's size: the triad's three arrays hold its bytes (the smaller
+  // kernels' fewer arrays fit a level higher, if anything: a roof no lower). Cold runs and
+  // data beyond the LLC stream from DRAM, as the kernel's did.
+  const bool from_dram = !hot || (llc > 0 && bytes > static_cast<double>(llc));
+  const std::int64_t n = from_dram ? dram_floats(llc)
+                                   : std::max<std::int64_t>(static_cast<std::int64_t>(bytes / 12) / 4096 * 4096, 4096);
+  RoofNow r;
+  r.rounds = rounds;
+  // fp16 and bf16 without their own path run at fp32's rate, as Ceilings::flops_for assumes.
+  const auto peak_now = [&] {
+    const double own = m.peak(peak_entry(dtype), false);
+    return dtype == DType::fp16 || dtype == DType::bf16 || dtype == DType::int8
+               ? std::max(own, m.peak("peak_fp32", false))
+               : own;
+  };
+  for (int i = 0; i < rounds; ++i) {
+    if (memory) {
+      const Bandwidth now = m.stream(n, from_dram ? 1 : llc_reps(n), 5, false, "now");
+      if (i > 0)
+        for (auto [a, c] : {std::pair{r.bandwidth.read, now.read}, std::pair{r.bandwidth.write, now.write},
+                            std::pair{r.bandwidth.copy, now.copy}, std::pair{r.bandwidth.triad, now.triad}})
+          r.bandwidth_spread = std::max(r.bandwidth_spread, spread(a, c));
+      r.bandwidth.keep_best(now);
+    }
+    if (compute) {
+      const double now = peak_now();
+      if (i > 0) r.peak_spread = std::max(r.peak_spread, spread(r.peak, now));
+      r.peak = std::max(r.peak, now);
+    }
+  }
+  return r;
 }
 
 }  // namespace kforge

@@ -1,0 +1,106 @@
+// Issue 24: a ceiling measured too low (a neighbour on a core during the first `kforge
+// ceilings`) must never make a correct kernel `suspect`. A cache with every roof cut to an eighth is
+// planted; the library's memory-bound kernels at cached sizes and gemm must still pass, and
+// whichever beat the planted roof must say that the roof was measured again.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/backend.hpp"
+#include "kforge/measure.hpp"
+#include "test_util.hpp"
+
+namespace kforge::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+Bandwidth scaled(const Bandwidth& b, double f) { return {b.read * f, b.write * f, b.copy * f, b.triad * f}; }
+
+Ceilings lowered(Ceilings c, double f) {
+  for (Roofs* r : {&c.all, &c.one}) {
+    for (MemoryLevel l : {MemoryLevel::dram, MemoryLevel::llc, MemoryLevel::l2}) r->at(l) = scaled(r->at(l), f);
+    Compute& k = r->compute;
+    for (double* p : {&k.fp64, &k.fp32, &k.fp16, &k.bf16, &k.int8}) *p *= f;
+  }
+  return c;
+}
+
+// A cache folder that shares the test cache's compiled kernels but holds `c` as its ceilings.
+fs::path plant(Backend& backend, const Ceilings& c) {
+  const fs::path shared = test_cache_dir();
+  const fs::path dir = fs::temp_directory_path() / ("kforge-false-suspect-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "ceilings");
+  for (const auto& e : fs::directory_iterator(shared))
+    if (e.path().filename() != "ceilings") fs::create_directory_symlink(e.path(), dir / e.path().filename());
+  std::ofstream(dir / "ceilings" / fs::path(ceilings_cache_path(backend)).filename()) << c.to_json().dump(2);
+  return dir;
+}
+
+TEST(FalseSuspect, LoweredCeilingsRejectNoLibraryKernel) {
+  const auto backend = make_backend("cpu");
+  const Ceilings real = ceilings(*backend);  // the test cache's (measured here if absent)
+  const Ceilings low = lowered(real, 0.125);
+  const fs::path dir = plant(*backend, low);
+  // Hot data beyond the 4 MiB of L2 and within the LLC, and a small gemm (compute-bound).
+  const char* const cases[] = {"activation.relu --size M=512,N=2048", "reduce.sum_axis1 --size M=512,N=4096",
+                               "softmax --size M=256,N=4096", "gemm --size M=192,N=192,K=192"};
+  for (const char* c : cases) {
+    SCOPED_TRACE(c);
+    const CommandResult r = run_command("KFORGE_CACHE_DIR='" + dir.string() + "' '" + KFORGE_CLI_PATH +
+                                        "' bench " + c + " --backend cpu --quick --trials 1 --repetitions 5 "
+                                        "--no-baseline --json");
+    auto doc = parse_or_fail(r);
+    const auto& b = doc.is_array() ? doc[0] : doc;
+    EXPECT_EQ(b.value("disposition", ""), "passed") << b.value("error", "") << r.err;
+    EXPECT_EQ(r.exit_code, 0);
+    if (!b.contains("median_s")) continue;
+    // Against the planted roof (all bytes at the best figure: a floor on the kernel's fraction).
+    const double median = b["median_s"], flops = b["gflops"].get<double>() * 1e9 * median,
+                 bytes = b["gbytes_s"].get<double>() * 1e9 * median;
+    const double planted = roofline(low, DType::fp32, flops, bytes, median, 0, true).sol_fraction;
+    std::cout << c << ": " << planted << "x the planted roof, " << b.value("sol_fraction", 0.0)
+              << " of the roof judged; " << b.value("roof_remeasured", std::string("not re-measured")) << "\n";
+    // The gate's noise (sol_gate.cpp): beyond it, the roof must have been measured again.
+    const double noise = std::max(0.05, 3 * 1.4826 * b["mad_s"].get<double>() / median);
+    if (planted > 1 + noise) {
+      EXPECT_FALSE(b.value("roof_remeasured", "").empty()) << "beat the planted roof " << planted << "x";
+      EXPECT_LT(b["sol_fraction"].get<double>(), planted);  // reported against the roof measured again
+    }
+  }
+  fs::remove_all(dir);
+}
+
+// Ceilings that contradict themselves are named, and what they allow widens to what one thread
+// times the threads, or the level below, could do.
+TEST(FalseSuspect, InconsistentCeilingsAreDoubted) {
+  Ceilings c;
+  c.backend = "cpu";
+  c.workers = 2;
+  c.all.dram = {30e9, 20e9, 25e9, 28e9};
+  c.one.dram = {20e9, 15e9, 18e9, 19e9};
+  c.all.llc = {99e9, 60e9, 70e9, 80e9};
+  c.one.llc = {99e9, 50e9, 60e9, 70e9};  // all threads no faster than one
+  c.all.l2 = {25e9, 20e9, 20e9, 20e9};   // slower than the LLC below it
+  c.one.l2 = {20e9, 10e9, 10e9, 10e9};
+  const auto d = c.doubts();
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_NE(d[0].find("llc"), std::string::npos);
+  EXPECT_NE(d[1].find("l2 roof"), std::string::npos);
+  EXPECT_DOUBLE_EQ(c.upper_bound_at(MemoryLevel::llc).read, 198e9);
+  EXPECT_GE(c.upper_bound_at(MemoryLevel::l2).best(), c.upper_bound_at(MemoryLevel::llc).best());
+  EXPECT_DOUBLE_EQ(c.upper_bound_at(MemoryLevel::dram).read, 30e9);  // DRAM may saturate on one thread
+
+  c.one.llc = scaled(c.one.llc, 0.5);
+  c.all.l2 = scaled(c.all.l2, 8);
+  EXPECT_TRUE(c.doubts().empty());
+  EXPECT_DOUBLE_EQ(c.upper_bound_at(MemoryLevel::llc).read, 99e9);  // consistent: the figure itself
+}
+
+}  // namespace
+}  // namespace kforge::test
