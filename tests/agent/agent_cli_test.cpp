@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 #include <fstream>
+#include <algorithm>
 #include <map>
 
 #include "kforge/store.hpp"
@@ -228,6 +229,54 @@ TEST(AgentResume, AfterKillNineNoAttemptIsRepeated) {
   EXPECT_EQ(s.at("evaluated").get<std::size_t>(), 4 - before);
   EXPECT_EQ(journaled(db), 4u);
   EXPECT_EQ(s.at("best").at("attempt"), 4);
+}
+
+TEST(AgentParallel, ABatchOfTwoIsEvaluatedAtOnceAndAnsweredInOrder) {
+  const auto dir = scratch("parallel");
+  const auto log = dir / "log.jsonl";
+  const auto r = kforge_cli("agent " + kInstance + " --budget 4 --parallel 2 --proposer 'python3 " + kExamples +
+                            "/scripted.py " + kExamples + "/gemm/script.json --log " + log.string() + "' --db " +
+                            (dir / "results.db").string() + " --out " + (dir / "out").string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto ms = read_lines(log);
+  ASSERT_EQ(ms.size(), 6u);
+  EXPECT_EQ(ms[0].at("batch"), 2);
+  std::vector<int> attempts, next;
+  for (std::size_t i = 1; i <= 4; ++i) {
+    attempts.push_back(ms[i].at("attempt"));
+    next.push_back(ms[i].at("next_batch"));
+    EXPECT_EQ(ms[i].at("batch_size"), 2);
+  }
+  EXPECT_EQ(attempts, (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_EQ(next, (std::vector<int>{2, 2, 0, 0}));
+  EXPECT_EQ(ms[2].at("disposition"), "incorrect");
+  EXPECT_EQ(parse_or_fail(r).at("best").at("attempt"), 4);
+}
+
+TEST(AgentFeedback, ACompileErrorNamesTheLineOfTheCandidatesOwnSource) {
+  const auto dir = scratch("compile");
+  {
+    std::ofstream script(dir / "script.json");
+    script << json::array({{{"source", test::data_path("syntax_error.cpp")}, {"grid", {"ceil_div(M,16)"}}}}).dump();
+  }
+  const auto log = dir / "log.jsonl";
+  const auto r = kforge_cli("agent " + kInstance + " --budget 1 --proposer 'python3 " + kExamples + "/scripted.py " +
+                            (dir / "script.json").string() + " --log " + log.string() + "' --db " +
+                            (dir / "results.db").string() + " --out " + (dir / "out").string() + " --json");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;  // nothing passed
+  const auto ms = read_lines(log);
+  ASSERT_GE(ms.size(), 2u);
+  const json& f = ms[1];
+  EXPECT_EQ(f.at("gate"), "compile") << f.dump(2);
+  ASSERT_FALSE(f.at("compile_errors").empty()) << f.dump(2);
+  const json& e = f.at("compile_errors")[0];
+  EXPECT_EQ(e.at("file"), "attempt-001.cpp");
+  // The line in tests/data/syntax_error.cpp that names the undeclared identifier.
+  const std::string src = test::data_file("syntax_error.cpp");
+  const auto at = src.find("undeclared_thing_kf");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_EQ(e.at("line").get<long>(), 1 + std::count(src.begin(), src.begin() + static_cast<long>(at), '\n'));
+  EXPECT_EQ(f.at("score"), 0.0);
 }
 
 void expect_clean_failure(const std::string& name, const std::string& proposer, const std::string& says) {
