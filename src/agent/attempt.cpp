@@ -26,6 +26,7 @@ std::string assignments(const auto& values) {
 
 void Session::account(const AgentAttempt& a) {
   journal[a.candidate_hash] = a;
+  numbers.insert(a.attempt);
   if (a.disposition == "passed" && a.median_s && (!best || *a.median_s < *best->median_s)) best = a;
   if (a.disposition != "passed") {
     recent_failures.push_back({{"attempt", a.attempt}, {"disposition", a.disposition},

@@ -54,6 +54,11 @@ void evaluate_batch(Session& s, std::vector<Pending>& batch) {
       say(s.o, fmt::format("attempt {}: from the journal ({})", b.attempt, it->second.disposition));
       continue;
     }
+    // A new candidate keeps its place in the sequence unless a journaled attempt has that
+    // number (a proposer that sends other candidates after a resume): then it comes after all.
+    if (s.numbers.count(b.attempt)) b.attempt = *s.numbers.rbegin() + 1;
+    s.numbers.insert(b.attempt);
+    b.stem = attempt_stem(b.attempt);
     if (const std::string why = static_check(b.c, s.lang); !why.empty()) {
       const Judged j = rejected(why);
       b.feedback = journal_attempt(s, b.attempt, b.c, j, b.diff, nullptr, nullptr).feedback;
@@ -102,7 +107,6 @@ std::vector<Pending> read_batch(Session& s, ProposerProcess& proposer, int want,
     Pending b;
     b.attempt = next_attempt++;
     b.c = std::move(*m.candidate);
-    b.stem = attempt_stem(b.attempt);
     if (s.best) b.diff = line_diff(best_source, b.c.source);
     batch.push_back(std::move(b));
   }

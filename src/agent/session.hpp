@@ -3,6 +3,7 @@
 // the problem, the journal read back from the store, the best so far and the recent failures.
 #include <deque>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 
@@ -28,6 +29,7 @@ struct Session {
   std::optional<AgentAttempt> best;             // the fastest that passed
   std::deque<nlohmann::json> recent_failures;   // the last few, oldest first
   int evaluated = 0, from_journal = 0;
+  std::set<int> numbers;  // the attempt numbers journaled
 
   // Takes `a` into the best so far and the recent failures.
   void account(const AgentAttempt& a);

@@ -260,10 +260,13 @@ TEST(AgentFeedback, ACompileErrorNamesTheLineOfTheCandidatesOwnSource) {
     script << json::array({{{"source", test::data_path("syntax_error.cpp")}, {"grid", {"ceil_div(M,16)"}}}}).dump();
   }
   const auto log = dir / "log.jsonl";
-  const auto r = kforge_cli("agent " + kInstance + " --budget 1 --proposer 'python3 " + kExamples + "/scripted.py " +
+  // A budget of 2 for a script of 1: the proposer stops after it.
+  const auto r = kforge_cli("agent " + kInstance + " --budget 2 --proposer 'python3 " + kExamples + "/scripted.py " +
                             (dir / "script.json").string() + " --log " + log.string() + "' --db " +
                             (dir / "results.db").string() + " --out " + (dir / "out").string() + " --json");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;  // nothing passed
+  EXPECT_EQ(parse_or_fail(r).value("stop_reason", ""), "the proposer stopped: the script has no more candidates");
+  EXPECT_TRUE(parse_or_fail(r).at("best").is_null());
   const auto ms = read_lines(log);
   ASSERT_GE(ms.size(), 2u);
   const json& f = ms[1];
