@@ -44,6 +44,14 @@ nlohmann::json Session::best_json() const {
           {"score", best->score}};
 }
 
+std::uint64_t derived_seed(std::uint64_t seed, const std::string& what) {
+  return hash64(what, hash64(std::to_string(seed)));
+}
+
+void say(const AgentOptions& o, const std::string& line) {
+  if (o.log) o.log(line);
+}
+
 std::string attempt_stem(int n) { return fmt::format("attempt-{:03}", n); }
 
 std::string source_extension(Lang l) {

@@ -1,6 +1,6 @@
 // The loop: start the proposer, send the task, read a batch of candidates, evaluate them (up to
 // --parallel at once, each in its own kforge-worker), journal each the moment it ends, answer
-// with one feedback per candidate, and at the end re-verify and re-time the best.
+// with one feedback per candidate, and at the end re-verify and re-time the best (final.cpp).
 #include <chrono>
 #include <future>
 #include <optional>
@@ -16,19 +16,11 @@
 namespace kforge::agent {
 namespace {
 
-std::uint64_t derived_seed(std::uint64_t seed, const std::string& what) {
-  return hash64(what, hash64(std::to_string(seed)));
-}
-
 std::string run_key(const AgentOptions& o) {
   const nlohmann::json key = {{"problem", o.problem}, {"sizes", o.sizes}, {"scalars", o.scalars},
                               {"dtype", dtype_name(o.dtype)}, {"backend", o.backend},
                               {"proposer", o.proposer}, {"seed", o.seed}};
   return hex64(hash64(key.dump()));
-}
-
-void say(const AgentOptions& o, const std::string& line) {
-  if (o.log) o.log(line);
 }
 
 // One candidate of a batch on its way through the gates.
@@ -119,37 +111,6 @@ nlohmann::json recent(const Session& s) {
   return a;
 }
 
-// The best, verified again with inputs and shapes of a seed it never saw and timed again beside
-// the baseline; written out as a file. A finished run's check is reused when nothing changed.
-void final_check(Session& s, AgentSummary& sum, nlohmann::ordered_json& meta) {
-  if (!s.best) return;
-  sum.best = *s.best;
-  const Candidate c = candidate_of(s, *s.best);
-  const auto file = s.o.out_dir / ("best" + source_extension(c.lang));
-  write_file_atomic(file, c.source);
-  sum.best_file = file;
-  auto& agent = meta["agent"];
-  if (s.evaluated == 0 && agent.contains("final") && agent["final"].value("candidate_hash", "") == c.hash) {
-    sum.final_check = agent["final"]["feedback"];
-    sum.final_passed = sum.final_check.value("passed", false);
-    sum.final_from_journal = true;
-    return;
-  }
-  say(s.o, fmt::format("final: attempt {} verified again with fresh inputs and timed again", s.best->attempt));
-  const EvalRequest req = request_for(s, c, derived_seed(s.o.seed, "final " + c.hash));
-  const std::string replay = write_candidate_files(s, c, req, "best");
-  const EvalResult r = evaluate_isolated(req, s.o.limits);
-  const Judged j = judge(r, feedback_context(s, c, "best", replay));
-  StoredEvaluation e = StoredEvaluation::from(req, r, machine_fingerprint(r.backend, r.device));
-  e.kernel = fmt::format("{}.agent.{}", s.p.name(), attempt_stem(s.best->attempt));  // the same row, re-timed
-  s.store.record(s.run_id, e);
-  sum.final_check = j.feedback;
-  sum.final_passed = r.passed();
-  agent["final"] = {{"candidate_hash", c.hash}, {"attempt", s.best->attempt}, {"feedback", j.feedback}};
-  s.store.set_run_meta(s.run_id, meta);
-  say(s.o, "final: " + j.summary);
-}
-
 }  // namespace
 }  // namespace kforge::agent
 
@@ -185,7 +146,6 @@ AgentSummary run_agent(const AgentOptions& o, Store& store) {
                      {"backend", o.backend}, {"baseline", s.baseline.to_json()}};
     s.run_id = store.begin_run(o.command, machine_fingerprint(o.backend, s.baseline.device), meta);
   }
-  // The journal's recent failures and best are those of the earlier attempts, in order.
   sum.run_id = s.run_id;
 
   nlohmann::json task = task_message(o, *problem, s.baseline, s.entry, s.counters);
@@ -230,21 +190,6 @@ AgentSummary run_agent(const AgentOptions& o, Store& store) {
   sum.from_journal = s.from_journal;
   final_check(s, sum, meta);
   return sum;
-}
-
-nlohmann::json AgentSummary::to_json() const {
-  nlohmann::json j = {{"run", run_id}, {"run_key", run_key}, {"resumed", resumed}, {"attempts", attempts},
-                      {"evaluated", evaluated}, {"from_journal", from_journal}, {"stop_reason", stop_reason},
-                      {"final_passed", final_passed}, {"final_from_journal", final_from_journal},
-                      {"final", final_check}, {"best_file", best_file.string()}};
-  if (best) {
-    j["best"] = best->to_json();
-    j["best"].erase("source");
-    j["best"].erase("feedback");
-  } else {
-    j["best"] = nullptr;
-  }
-  return j;
 }
 
 }  // namespace kforge

@@ -54,6 +54,14 @@ std::string write_candidate_files(const Session& s, const Candidate& c, const Ev
 // for it. Returns it as stored.
 AgentAttempt journal_attempt(Session& s, int attempt, const Candidate& c, const Judged& j,
                              const std::string& diff, const EvalRequest* req, const EvalResult* r);
+// A seed derived from the run's for one purpose ("verify HASH", "final HASH"): never in the task.
+[[nodiscard]] std::uint64_t derived_seed(std::uint64_t seed, const std::string& what);
+// One line of progress for a human, when the options ask for it.
+void say(const AgentOptions& o, const std::string& line);
+// Re-verifies and re-times the best, writes it out, and keeps the verdict in the run's meta; a
+// finished run's verdict is reused when nothing was evaluated since.
+void final_check(Session& s, AgentSummary& sum, nlohmann::ordered_json& meta);
+
 // The candidate a journaled attempt was (its source and message back together).
 [[nodiscard]] Candidate candidate_of(const Session& s, const AgentAttempt& a);
 

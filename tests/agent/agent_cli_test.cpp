@@ -212,7 +212,7 @@ TEST(AgentResume, AfterKillNineNoAttemptIsRepeated) {
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (journaled(db) < 2 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // an attempt takes >= 0.1 s here
   kill(pid, SIGKILL);
   int status = 0;
   waitpid(pid, &status, 0);
