@@ -87,6 +87,25 @@ struct RunInfo {
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
+// One attempt of a `kforge agent` run (docs/agent.md), journaled the moment it ends so that a
+// killed run resumes without repeating it. Its evaluation, if one ran, is also an evaluation row.
+struct AgentAttempt {
+  std::int64_t id = 0, run_id = 0;
+  int attempt = 0;              // 1-based, in the order the proposer sent the candidates
+  std::string candidate_hash;   // source, language, entry, geometry, parameters: what resume matches
+  std::string source_hash;      // kernel_source_hash(): what the compiler saw
+  std::string lang, source, note;
+  std::string diff;             // against the best candidate so far, when there was one
+  std::string disposition;      // disposition_name(), or "rejected" by the static checks
+  nlohmann::json candidate;     // the proposer's message, less its source
+  nlohmann::json feedback;      // the feedback kforge sent for it
+  double score = 0;             // arena score: compiled 20 + correct 100 + 100 x speedup
+  std::optional<double> speedup, sol_fraction, median_s;
+  std::optional<std::int64_t> evaluation_id;
+  std::string started, finished;
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+
 // Which evaluations to read; empty fields match everything.
 struct StoreQuery {
   std::optional<std::int64_t> run_id;
@@ -95,7 +114,7 @@ struct StoreQuery {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
   enum class Mode { read_write, read_only };
 
   // Opens (read_write: creating it and its folder) and checks the schema version, migrating an
@@ -127,6 +146,16 @@ class Store {
                                                       const std::string& dtype, const std::string& backend,
                                                       const std::string& fingerprint,
                                                       int limit) const;
+  // The agent journal (journal.cpp). The run whose meta.agent.run_key is `run_key`, if any.
+  [[nodiscard]] std::optional<RunInfo> find_agent_run(std::string_view run_key) const;
+  // Replaces a run's meta (an agent run keeps its baseline and its final verdict there).
+  void set_run_meta(std::int64_t run_id, const nlohmann::ordered_json& meta);
+  // One attempt in one transaction, durable when this returns; an equal (run, candidate_hash)
+  // is replaced. Returns its id.
+  std::int64_t record_attempt(const AgentAttempt& a);
+  // A run's attempts in attempt order.
+  [[nodiscard]] std::vector<AgentAttempt> agent_attempts(std::int64_t run_id) const;
+
   // "ok", or SQLite's list of what is damaged.
   [[nodiscard]] std::string integrity_check() const;
   [[nodiscard]] int schema_version() const;

@@ -27,6 +27,18 @@ std::string shorten(const std::string& s, std::size_t n) {
   return s.size() <= n ? s : s.substr(0, n - 3) + "...";
 }
 
+// A `kforge agent` run's journal: one line per attempt, in the order the proposer sent them.
+void print_agent_attempts(const std::vector<AgentAttempt>& attempts) {
+  if (attempts.empty()) return;
+  fmt::print("agent attempts:\n{:>7} {:<16} {:<15} {:>7} {:>8} {:>10} {:>6}  {}\n", "attempt", "disposition", "gate",
+             "score", "speedup", "median ms", "SOL%", "note");
+  for (const auto& a : attempts)
+    fmt::print("{:>7} {:<16} {:<15} {:>7.1f} {:>8} {:>10} {:>6}  {}\n", a.attempt, a.disposition,
+               a.feedback.value("gate", "-"), a.score, a.speedup ? fmt::format("{:.2f}x", *a.speedup) : "-",
+               ms(a.median_s), a.sol_fraction ? fmt::format("{:.1f}", 100 * *a.sol_fraction) : "-",
+               shorten(a.note, 60));
+}
+
 void add_db_list(CLI::App& db) {
   auto* cmd = db.add_subcommand("list", "the runs in the database, with their evaluation counts");
   struct Opts { std::string db; bool json = false; };
@@ -72,6 +84,10 @@ void add_db_show(CLI::App& db) {
       nlohmann::json j = run->to_json();
       j["evaluation_list"] = nlohmann::json::array();
       for (const auto& e : es) j["evaluation_list"].push_back(e.to_json());
+      if (const auto attempts = store.agent_attempts(o->id); !attempts.empty()) {
+        j["agent_attempts"] = nlohmann::json::array();
+        for (const auto& a : attempts) j["agent_attempts"].push_back(a.to_json());
+      }
       fmt::print("{}\n", j.dump(2));
       return;
     }
@@ -84,6 +100,7 @@ void add_db_show(CLI::App& db) {
                  shorten(e.key.sizes, 22), shorten(params_text(e), 44), ms(e.median_s),
                  e.gflops ? fmt::format("{:.1f}", *e.gflops) : "-",
                  e.sol_fraction ? fmt::format("{:.1f}", 100 * *e.sol_fraction) : "-");
+    print_agent_attempts(store.agent_attempts(o->id));
   });
 }
 

@@ -12,5 +12,6 @@ void add_verify_and_bench(CLI::App& app, int& code);
 void add_eval(CLI::App& app, int& code);
 void add_tune(CLI::App& app, int& code);
 void add_db(CLI::App& app, int& code);
+void add_agent(CLI::App& app, int& code);
 
 }  // namespace kforge::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   kforge::cli::add_eval(app, code);
   kforge::cli::add_tune(app, code);
   kforge::cli::add_db(app, code);
+  kforge::cli::add_agent(app, code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

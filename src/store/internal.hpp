@@ -5,6 +5,13 @@
 #include "kforge/store.hpp"
 #include "store/sqlite.hpp"
 
+namespace kforge {
+struct Store::Impl {
+  sql::Db db;
+  Impl(const std::string& path, bool read_only) : db(path, read_only) {}
+};
+}  // namespace kforge
+
 namespace kforge::store {
 
 inline std::string utc_now() { return utc_timestamp(); }

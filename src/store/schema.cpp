@@ -55,6 +55,32 @@ CREATE INDEX evaluations_by_instance
   ON evaluations (problem, sizes, dtype, backend, fingerprint, disposition, median_s);
 CREATE INDEX evaluations_by_run ON evaluations (run_id);
 )SQL",
+    // 1 -> 2: the journal of `kforge agent` runs (docs/agent.md)
+    R"SQL(
+CREATE TABLE agent_attempts (
+  id             INTEGER PRIMARY KEY,
+  run_id         INTEGER NOT NULL REFERENCES runs(id),
+  attempt        INTEGER NOT NULL,            -- 1-based, in the order the proposer sent them
+  candidate_hash TEXT NOT NULL,               -- what resume matches a candidate by
+  source_hash    TEXT NOT NULL,
+  lang           TEXT NOT NULL,
+  source         TEXT NOT NULL,
+  note           TEXT NOT NULL DEFAULT '',
+  diff           TEXT NOT NULL DEFAULT '',    -- against the best candidate so far
+  disposition    TEXT NOT NULL,
+  candidate      TEXT NOT NULL DEFAULT '{}',  -- JSON: the proposer's message less its source
+  feedback       TEXT NOT NULL DEFAULT '{}',  -- JSON: what kforge answered
+  score          REAL NOT NULL DEFAULT 0,
+  speedup        REAL,
+  sol_fraction   REAL,
+  median_s       REAL,
+  evaluation_id  INTEGER REFERENCES evaluations(id),
+  started        TEXT NOT NULL,
+  finished       TEXT NOT NULL,
+  UNIQUE (run_id, candidate_hash)
+);
+CREATE INDEX agent_attempts_by_run ON agent_attempts (run_id, attempt);
+)SQL",
 };
 
 }  // namespace

@@ -13,11 +13,6 @@
 
 namespace kforge {
 
-struct Store::Impl {
-  sql::Db db;
-  Impl(const std::string& path, bool read_only) : db(path, read_only) {}
-};
-
 namespace store {
 
 const char* const kEvaluationColumns =
