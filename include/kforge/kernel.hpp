@@ -26,6 +26,9 @@ namespace kforge {
 enum class Lang { cpp, opencl, cuda };
 [[nodiscard]] std::string_view lang_name(Lang l);
 [[nodiscard]] Lang parse_lang(std::string_view name);  // throws UsageError
+// A kernel's entry point when its spec names none: the problem's name with every character other
+// than letters and digits made '_' (a problem file's "examples.gemm": examples_gemm).
+[[nodiscard]] std::string default_entry(std::string problem);
 
 using ParamValues = std::map<std::string, std::int64_t>;
 using Sizes = std::map<std::string, std::int64_t>;

@@ -26,7 +26,7 @@ std::string default_entry(const Problem& p, Lang lang, const Sizes& s) {
   try {
     return library_kernel(p, lang, s).entry;
   } catch (const UsageError&) {
-    return p.name();
+    return kforge::default_entry(p.name());
   }
 }
 

@@ -25,9 +25,7 @@ Lang parse_lang(std::string_view name) {
   throw UsageError("unknown language '" + std::string(name) + "': use cpp, opencl or cuda");
 }
 
-// A problem file's name may be namespaced ("examples.gemm"); its kernels' default entry point is
-// that name made an identifier ("examples_gemm").
-static std::string entry_for(std::string problem) {
+std::string default_entry(std::string problem) {
   for (char& c : problem)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   return problem;
@@ -40,7 +38,7 @@ KernelSpec KernelSpec::from_json_with_source(const nlohmann::json& j, std::strin
     s.name = j.value("name", std::string("candidate"));
     s.problem = j.value("problem", std::string());
     s.lang = parse_lang(j.value("lang", std::string("cpp")));
-    s.entry = j.value("entry", entry_for(s.problem));
+    s.entry = j.value("entry", default_entry(s.problem));
     s.source = std::move(source);
     if (j.contains("dtypes")) {
       s.dtypes.clear();

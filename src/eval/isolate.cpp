@@ -9,6 +9,7 @@
 
 #include "kforge/error.hpp"
 #include "kforge/evaluate.hpp"
+#include "kforge/problem.hpp"
 
 namespace kforge {
 namespace {
@@ -35,7 +36,16 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
   // addressing), so an address-space limit would make cuInit fail: a CUDA worker gets only the
   // timeout, and the device's own memory bounds what its kernel can take.
   const long long memory = req.backend == "cuda" ? 0 : limits.memory_bytes;
-  const ProcessResult p = run_process({worker_path()}, req.to_json().dump(),
+  // A problem loaded from a file in this process is loaded again by the worker, from its path.
+  EvalRequest sent = req;
+  if (sent.problem_file.empty()) {
+    try {
+      sent.problem_file = find_problem(req.problem)->source_file();
+    } catch (const UsageError&) {
+      // an unknown name: the worker reports it
+    }
+  }
+  const ProcessResult p = run_process({worker_path()}, sent.to_json().dump(),
                                       {.timeout_s = limits.timeout_s, .memory_bytes = memory});
   std::string unreadable;
   if (p.ok()) {
