@@ -1,0 +1,47 @@
+#pragma once
+// What the tools share: the schema of a problem instance (problem, sizes, dtype, scalars,
+// params, backend, verification), a request built from it, and recording results in the store.
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/evaluate.hpp"
+#include "kforge/problem.hpp"
+#include "mcp/tools.hpp"
+
+namespace kforge::mcp {
+
+using nlohmann::json;
+
+// JSON Schema properties of an instance: problem, sizes, dtype, scalars, params, backend,
+// quick, seed. `tools` picks the ones a tool takes.
+[[nodiscard]] json instance_property(const std::string& name);
+// An object schema with those properties (plus `extra`), `required` ones, no others.
+[[nodiscard]] json object_schema(const std::vector<std::string>& instance, json extra,
+                                 const std::vector<std::string>& required);
+// The measurement options a timing tool takes (min_time_s, max_time_s, repetitions, cold).
+[[nodiscard]] json measure_property();
+void apply_measure(const json& args, MeasureOptions& m);
+
+// The problem named by args.problem: a library name, a problem file, or one in a folder the
+// server lists. Throws UsageError / ProblemError (the tool's error).
+[[nodiscard]] std::shared_ptr<Problem> problem_of(const json& args, const ServerOptions& o);
+[[nodiscard]] Sizes sizes_of(const json& args, const Problem& p);
+[[nodiscard]] std::string backend_of(const json& args, Lang lang);
+[[nodiscard]] Lang lang_of_backend(const std::string& backend);
+
+// A request for `kernel`, from the instance arguments (verification thorough unless args.quick).
+[[nodiscard]] EvalRequest request_of(const json& args, const Problem& p, const KernelSpec& kernel,
+                                     const std::string& backend);
+
+// Records `r` in the server's store as one run named `command`; returns {path, run, evaluation}
+// or null when the server records nothing. A store that fails is reported, never fatal.
+json record(const ServerOptions& o, const std::string& command, const EvalRequest& req,
+            const EvalResult& r);
+
+// A result's text for a model: `summary`, then the structured JSON, compact.
+[[nodiscard]] std::string text_of(const std::string& summary, const json& structured);
+
+}  // namespace kforge::mcp
