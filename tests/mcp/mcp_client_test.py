@@ -13,8 +13,9 @@ What it asserts, in order, on one server:
     the server answers a ping and a list_problems after it;
   - an unknown tool: a JSON-RPC error -32602 (protocol level, as the specification says);
     a bad argument: a result with isError naming the argument;
-  - tune with a progressToken: at least one notifications/progress, then the SDK cancels the
-    call (notifications/cancelled); another call is answered while the tune winds down, the
+  - tune with a progressToken: at least one notifications/progress; a describe_problem made
+    meanwhile is answered while the tune runs; then the SDK cancels the call
+    (notifications/cancelled); another call is answered while the tune winds down, the
     server's log says the tune stopped after the cancellation, and history shows the tuning
     run with fewer evaluations than its budget.
 And on a second server, at the raw stdio level: garbage -> -32700 (id null) and the server
@@ -138,6 +139,9 @@ async def sdk_part(args, db, errlog_path):
                     with anyio.fail_after(120):
                         await first.wait()
                     check(len(progress) >= 1, f"tune: progress after {time.monotonic() - t0:.1f} s: {progress[0][2]}")
+                    during = await session.call_tool("describe_problem", {"problem": "gemm"})
+                    check(not during.is_error and "result" not in finished,
+                          "a call made while the tune runs is answered before the tune ends")
                     scope.cancel()  # the SDK sends notifications/cancelled for the request
                 check("result" not in finished, "tune: cancelled before it finished")
                 pong = await session.call_tool("list_problems", {})
