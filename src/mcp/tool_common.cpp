@@ -1,5 +1,8 @@
 #include "mcp/tool_common.hpp"
 
+#include <map>
+#include <mutex>
+
 #include <fmt/format.h>
 
 #include "kforge/error.hpp"
@@ -136,12 +139,21 @@ EvalRequest request_of(const json& args, const Problem& p, const KernelSpec& ker
 
 json record(const ServerOptions& o, const std::string& command, const EvalRequest& req, const EvalResult& r) {
   if (!o.record) return nullptr;
+  // One run per server process and machine for these single evaluations, so that the runs
+  // table does not fill with one-evaluation runs; tune calls get a run each.
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, std::string>, std::int64_t> runs;  // (db, fingerprint) -> run
   try {
     Store store(o.db);
     const std::string fingerprint = machine_fingerprint(r.backend.empty() ? req.backend : r.backend, r.device);
-    const std::int64_t run = store.begin_run(command, fingerprint);
-    StoredEvaluation e = StoredEvaluation::from(req, r, fingerprint);
-    const std::int64_t id = store.record(run, e);
+    std::int64_t run = 0;
+    {
+      std::lock_guard lock(mutex);
+      auto& id = runs[{o.db.string(), fingerprint}];
+      if (id == 0) id = store.begin_run(command, fingerprint);
+      run = id;
+    }
+    const std::int64_t id = store.record(run, StoredEvaluation::from(req, r, fingerprint));
     return {{"path", o.db.string()}, {"run", run}, {"evaluation", id}};
   } catch (const std::exception& e) {
     return {{"path", o.db.string()}, {"error", std::string("not recorded: ") + e.what()}};

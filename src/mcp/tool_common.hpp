@@ -36,8 +36,9 @@ void apply_measure(const json& args, MeasureOptions& m);
 [[nodiscard]] EvalRequest request_of(const json& args, const Problem& p, const KernelSpec& kernel,
                                      const std::string& backend);
 
-// Records `r` in the server's store as one run named `command`; returns {path, run, evaluation}
-// or null when the server records nothing. A store that fails is reported, never fatal.
+// Records `r` in the server's store, in the run `command` that this server process opened for
+// the machine (the first call opens it); returns {path, run, evaluation}, or null when the
+// server records nothing. A store that fails is reported in the result, never fatal.
 json record(const ServerOptions& o, const std::string& command, const EvalRequest& req,
             const EvalResult& r);
 

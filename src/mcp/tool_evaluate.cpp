@@ -124,7 +124,7 @@ ToolResult evaluate(const ToolCall& c) {
   ctx.replay = replay_line(a, req);
   c.progress(0, 1, "evaluating in a kforge-worker");
   const EvalResult r = evaluate_isolated(req, limits_of(a, *c.options));
-  return verdict(r, ctx, record(*c.options, "kforge mcp evaluate " + p->name(), req, r));
+  return verdict(r, ctx, record(*c.options, "kforge mcp (evaluate and bench calls)", req, r));
 }
 
 ToolResult bench(const ToolCall& c) {
@@ -159,7 +159,7 @@ ToolResult bench(const ToolCall& c) {
                            assignments(k.resolve(req.params)), req.verify.seed);
   c.progress(0, 1, "verifying and timing in a kforge-worker");
   const EvalResult r = evaluate_isolated(req, c.options->limits);
-  return verdict(r, ctx, record(*c.options, "kforge mcp bench " + p->name(), req, r));
+  return verdict(r, ctx, record(*c.options, "kforge mcp (evaluate and bench calls)", req, r));
 }
 
 }  // namespace
