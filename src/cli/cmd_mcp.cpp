@@ -22,6 +22,7 @@ void add_mcp(CLI::App& app, int& code) {
     bool no_db = false, quiet = false;
     std::vector<std::string> problems;
     double timeout_s = 120, memory_gib = 8;
+    int jobs = 4;
   };
   auto o = std::make_shared<Opts>();
   add_db_option(*cmd, o->db);
@@ -29,6 +30,8 @@ void add_mcp(CLI::App& app, int& code) {
   cmd->add_option("--problems", o->problems, "folders of problem files to serve beside the library's (repeatable)");
   cmd->add_option("--timeout", o->timeout_s, "seconds before a candidate's worker is killed")->capture_default_str();
   cmd->add_option("--memory", o->memory_gib, "GiB of address space a candidate's worker may use")->capture_default_str();
+  cmd->add_option("--jobs,-j", o->jobs, "calls that run kernels (evaluate, bench, tune, ceilings) at once; "
+                 "more wait their turn")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_flag("--quiet,-q", o->quiet, "no log lines on stderr");
   cmd->callback([o, &code] {
     if (isatty(0))
@@ -38,6 +41,7 @@ void add_mcp(CLI::App& app, int& code) {
     so.db = store_path(o->db);
     so.record = !o->no_db;
     so.problem_dirs = o->problems;
+    so.jobs = o->jobs;
     so.limits.timeout_s = o->timeout_s;
     so.limits.memory_bytes = static_cast<long long>(o->memory_gib * (1ll << 30));
     // The protocol owns the real stdout; anything else that prints there (a library warning, a

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -26,9 +27,38 @@ struct Call {
   std::thread thread;
 };
 
+// At most n calls that run kernels at once (each may hold a worker with gigabytes of address
+// space); the others wait here, and stop waiting when cancelled.
+class Slots {
+ public:
+  explicit Slots(int n) : free_(n < 1 ? 1 : n) {}
+  bool acquire(const std::atomic<bool>& cancelled) {
+    std::unique_lock lock(mutex_);
+    while (free_ == 0) {
+      if (cancelled) return false;
+      ready_.wait_for(lock, std::chrono::milliseconds(100));
+    }
+    --free_;
+    return true;
+  }
+  void release() {
+    {
+      std::lock_guard lock(mutex_);
+      ++free_;
+    }
+    ready_.notify_one();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  int free_;
+};
+
 class Server {
  public:
-  Server(const ServerOptions& o, std::FILE* out, Log log) : options_(o), out_(out), log_(std::move(log)) {}
+  Server(const ServerOptions& o, std::FILE* out, Log log)
+      : options_(o), out_(out), log_(std::move(log)), slots_(o.jobs) {}
 
   void handle_line(const std::string& line) {
     const Incoming m = parse_message(line);
@@ -185,6 +215,15 @@ class Server {
               "invalid arguments: " + *bad + " (tools/list gives the tool's inputSchema)",
               true};
     }
+    if (!tool.read_only) {
+      if (!slots_.acquire(call.cancelled)) return {{{"error", "cancelled while waiting"}}, "cancelled", true};
+    }
+    struct Release {
+      Slots* s;
+      ~Release() {
+        if (s) s->release();
+      }
+    } release{tool.read_only ? nullptr : &slots_};
     ToolCall c;
     c.args = args;
     c.options = &options_;
@@ -235,6 +274,7 @@ class Server {
   const ServerOptions& options_;
   Output out_;
   Log log_;
+  Slots slots_;
   bool initialized_ = false;  // only the reader thread touches it
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Call>> calls_;  // by the request id's JSON text

@@ -23,6 +23,7 @@ struct ServerOptions {
   bool record = true;            // false: --no-db (history then reads `db` if it exists)
   std::vector<std::string> problem_dirs;  // --problems: listed beside the library's
   IsolationLimits limits;        // for every candidate's worker
+  int jobs = 4;                  // calls of tools that run kernels at once; more wait their turn
 };
 
 // One call of a tool, as its function sees it.
@@ -46,7 +47,7 @@ struct ToolResult {
 struct Tool {
   std::string name, title, description;
   nlohmann::json input_schema;
-  bool read_only = false;        // annotations.readOnlyHint
+  bool read_only = false;        // annotations.readOnlyHint; the others run kernels and take a job slot
   std::function<ToolResult(const ToolCall&)> run;  // throws UsageError etc. for a tool error
   [[nodiscard]] nlohmann::json listing() const;   // as tools/list shows it
 };
