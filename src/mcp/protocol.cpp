@@ -18,12 +18,14 @@ Incoming parse_message(const std::string& line) {
   try {
     j = json::parse(line);
   } catch (const json::parse_error& e) {
-    return invalid(nullptr, kParseError, std::string("Parse error: the line is not JSON (") + e.what() + ")");
+    return invalid(nullptr, kParseError,
+                   std::string("Parse error: the line is not JSON (") + e.what() + ")");
   }
   if (!j.is_object())
     return invalid(nullptr, kInvalidRequest,
-                   j.is_array() ? "Invalid Request: batches are not part of MCP; send one message per line"
-                                : "Invalid Request: a message is a JSON object");
+                   j.is_array()
+                       ? "Invalid Request: batches are not part of MCP; send one message per line"
+                       : "Invalid Request: a message is a JSON object");
   // The id as far as it can be read, so that the error reaches the request it belongs to.
   json id = nullptr;
   if (j.contains("id") && (j["id"].is_string() || j["id"].is_number_integer())) id = j["id"];
@@ -38,9 +40,11 @@ Incoming parse_message(const std::string& line) {
     }
     return invalid(id, kInvalidRequest, "Invalid Request: no \"method\"");
   }
-  if (!j["method"].is_string()) return invalid(id, kInvalidRequest, "Invalid Request: \"method\" must be a string");
+  if (!j["method"].is_string())
+    return invalid(id, kInvalidRequest, "Invalid Request: \"method\" must be a string");
   if (j.contains("id") && id.is_null())
-    return invalid(nullptr, kInvalidRequest, "Invalid Request: \"id\" must be a string or an integer");
+    return invalid(nullptr, kInvalidRequest,
+                   "Invalid Request: \"id\" must be a string or an integer");
   if (j.contains("params") && !j["params"].is_object())
     return invalid(id, kInvalidRequest, "Invalid Request: \"params\" must be an object");
   Incoming m;

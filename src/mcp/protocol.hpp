@@ -4,10 +4,9 @@
 // Batches are not part of MCP (removed in 2025-06-18), so an array is an invalid request.
 #include <cstdio>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace kforge::mcp {
 
@@ -17,7 +16,7 @@ using nlohmann::json;
 inline constexpr int kParseError = -32700;      // the line is not JSON
 inline constexpr int kInvalidRequest = -32600;  // JSON, but not a request or notification
 inline constexpr int kMethodNotFound = -32601;
-inline constexpr int kInvalidParams = -32602;   // e.g. an unknown tool, params not an object
+inline constexpr int kInvalidParams = -32602;  // e.g. an unknown tool, params not an object
 inline constexpr int kInternalError = -32603;
 
 // A protocol-level failure of one request: answered as a JSON-RPC error, never a crash.
@@ -31,10 +30,10 @@ struct ProtocolError : std::runtime_error {
 struct Incoming {
   enum class Kind { request, notification, response, invalid };
   Kind kind = Kind::invalid;
-  json id;              // requests: a string or an integer; null when it could not be read
+  json id;  // requests: a string or an integer; null when it could not be read
   std::string method;
-  json params;          // an object, or null when absent
-  json error;           // invalid: the error response to send (already built)
+  json params;  // an object, or null when absent
+  json error;   // invalid: the error response to send (already built)
 };
 
 // Classifies one line. Never throws: a line that is not JSON or not a JSON-RPC message becomes

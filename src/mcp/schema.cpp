@@ -1,8 +1,8 @@
 #include "mcp/schema.hpp"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 namespace kforge::mcp {
 namespace {
@@ -15,9 +15,10 @@ bool has_type(const json& v, const std::string& type) {
   if (type == "string") return v.is_string();
   if (type == "boolean") return v.is_boolean();
   if (type == "number") return v.is_number();
-  if (type == "integer")  // 64.0 is an integer in JSON Schema; 64.5 is not
-    return v.is_number_integer() ||
-           (v.is_number_float() && std::isfinite(v.get<double>()) && std::floor(v.get<double>()) == v.get<double>());
+  if (type ==
+      "integer")  // 64.0 is an integer in JSON Schema; 64.5 is not, nor is 1e30 here (no int64)
+    return v.is_number_integer() || (v.is_number_float() && std::fabs(v.get<double>()) < 9.2e18 &&
+                                     std::floor(v.get<double>()) == v.get<double>());
   if (type == "null") return v.is_null();
   return false;
 }
@@ -29,7 +30,8 @@ std::string shown(const json& v) {
 
 }  // namespace
 
-std::optional<std::string> schema_violation(const json& schema, const json& value, const std::string& path) {
+std::optional<std::string> schema_violation(const json& schema, const json& value,
+                                            const std::string& path) {
   if (schema.contains("type")) {
     const json& t = schema["type"];
     bool ok = false;
@@ -43,18 +45,22 @@ std::optional<std::string> schema_violation(const json& schema, const json& valu
   if (schema.contains("enum")) {
     bool found = false;
     for (const auto& e : schema["enum"]) found = found || e == value;
-    if (!found) return fmt::format("{}: {} is not one of {}", path, shown(value), schema["enum"].dump());
+    if (!found)
+      return fmt::format("{}: {} is not one of {}", path, shown(value), schema["enum"].dump());
   }
   if (value.is_number()) {
     const double x = value.get<double>();
     if (schema.contains("minimum") && x < schema["minimum"].get<double>())
-      return fmt::format("{}: {} is below the minimum {}", path, shown(value), schema["minimum"].dump());
+      return fmt::format("{}: {} is below the minimum {}", path, shown(value),
+                         schema["minimum"].dump());
     if (schema.contains("maximum") && x > schema["maximum"].get<double>())
-      return fmt::format("{}: {} is above the maximum {}", path, shown(value), schema["maximum"].dump());
+      return fmt::format("{}: {} is above the maximum {}", path, shown(value),
+                         schema["maximum"].dump());
   }
   if (value.is_array() && schema.contains("items"))
     for (std::size_t i = 0; i < value.size(); ++i)
-      if (auto v = schema_violation(schema["items"], value[i], fmt::format("{}[{}]", path, i))) return v;
+      if (auto v = schema_violation(schema["items"], value[i], fmt::format("{}[{}]", path, i)))
+        return v;
   if (value.is_object()) {
     for (const auto& name : schema.value("required", json::array()))
       if (!value.contains(name.get<std::string>()))

@@ -4,10 +4,9 @@
 // subset of JSON Schema the tools' schemas use: type (object, string, integer, number, boolean,
 // array), properties, required, additionalProperties (false or a schema), enum, minimum,
 // maximum, items.
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace kforge::mcp {
 

@@ -1,5 +1,7 @@
 #include "mcp/server.hpp"
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -9,11 +11,10 @@
 #include <mutex>
 #include <thread>
 
-#include <fmt/format.h>
-
 #include "kforge/error.hpp"
 #include "mcp/protocol.hpp"
 #include "mcp/schema.hpp"
+#include "mcp/slots.hpp"
 
 namespace kforge::mcp {
 namespace {
@@ -27,34 +28,6 @@ struct Call {
   std::thread thread;
 };
 
-// At most n calls that run kernels at once (each may hold a worker with gigabytes of address
-// space); the others wait here, and stop waiting when cancelled.
-class Slots {
- public:
-  explicit Slots(int n) : free_(n < 1 ? 1 : n) {}
-  bool acquire(const std::atomic<bool>& cancelled) {
-    std::unique_lock lock(mutex_);
-    while (free_ == 0) {
-      if (cancelled) return false;
-      ready_.wait_for(lock, std::chrono::milliseconds(100));
-    }
-    --free_;
-    return true;
-  }
-  void release() {
-    {
-      std::lock_guard lock(mutex_);
-      ++free_;
-    }
-    ready_.notify_one();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  int free_;
-};
-
 class Server {
  public:
   Server(const ServerOptions& o, std::FILE* out, Log log)
@@ -64,12 +37,17 @@ class Server {
     const Incoming m = parse_message(line);
     switch (m.kind) {
       case Incoming::Kind::invalid:
-        log(fmt::format("answered a bad message with error {}", m.error["error"]["code"].get<int>()));
+        log(fmt::format("answered a bad message with error {}",
+                        m.error["error"]["code"].get<int>()));
         out_.send(m.error);
         return;
-      case Incoming::Kind::response: return;  // this server sends no requests; nothing awaits one
-      case Incoming::Kind::notification: notify(m); return;
-      case Incoming::Kind::request: break;
+      case Incoming::Kind::response:
+        return;  // this server sends no requests; nothing awaits one
+      case Incoming::Kind::notification:
+        notify(m);
+        return;
+      case Incoming::Kind::request:
+        break;
     }
     try {
       request(m);
@@ -88,7 +66,8 @@ class Server {
     if (wait_for_calls(grace_s)) return 0;
     {
       std::lock_guard lock(mutex_);
-      log(fmt::format("input closed; cancelling {} call(s) still running after {:.0f} s", calls_.size(), grace_s));
+      log(fmt::format("input closed; cancelling {} call(s) still running after {:.0f} s",
+                      calls_.size(), grace_s));
       for (auto& [id, call] : calls_) call->cancelled = true;
     }
     if (wait_for_calls(cancel_s)) return 0;
@@ -106,20 +85,24 @@ class Server {
     if (m.method == "ping") return out_.send(response(m.id, json::object()));
     if (m.method == "initialize") return out_.send(response(m.id, initialize(m.params)));
     if (!initialized_)
-      throw ProtocolError(kInvalidRequest, "Invalid Request: send initialize first (the MCP lifecycle)");
+      throw ProtocolError(kInvalidRequest,
+                          "Invalid Request: send initialize first (the MCP lifecycle)");
     if (m.method == "tools/list") {
       json list = json::array();
       for (const auto& t : tools()) list.push_back(t.listing());
       return out_.send(response(m.id, {{"tools", list}}));
     }
     if (m.method == "tools/call") return start_call(m);
-    throw ProtocolError(kMethodNotFound, "Method not found: " + m.method +
-                                             " (this server has tools only: tools/list, tools/call, ping)");
+    throw ProtocolError(kMethodNotFound,
+                        "Method not found: " + m.method +
+                            " (this server has tools only: tools/list, tools/call, ping)");
   }
 
   json initialize(const json& params) {
-    if (!params.is_object() || !params.contains("protocolVersion") || !params["protocolVersion"].is_string())
-      throw ProtocolError(kInvalidParams, "Invalid params: initialize needs params.protocolVersion (a string)");
+    if (!params.is_object() || !params.contains("protocolVersion") ||
+        !params["protocolVersion"].is_string())
+      throw ProtocolError(kInvalidParams,
+                          "Invalid params: initialize needs params.protocolVersion (a string)");
     if (initialized_) throw ProtocolError(kInvalidRequest, "Invalid Request: already initialized");
     const std::string asked = params["protocolVersion"].get<std::string>();
     std::string version = kProtocolVersions[0];
@@ -131,13 +114,19 @@ class Server {
                     client.value("version", ""), version));
     return {{"protocolVersion", version},
             {"capabilities", {{"tools", {{"listChanged", false}}}}},
-            {"serverInfo", {{"name", "kforge"}, {"title", "kforge: verify, measure and tune compute kernels"},
-                            {"version", KFORGE_VERSION}}},
+            {"serverInfo",
+             {{"name", "kforge"},
+              {"title", "kforge: verify, measure and tune compute kernels"},
+              {"version", KFORGE_VERSION}}},
             {"instructions",
-             "kforge judges compute kernels. list_problems, then describe_problem for a problem's ABI and error "
-             "bound; evaluate runs your kernel source through compile, thorough verification and (bench: true) "
-             "timing, and returns feedback to act on; bench and tune work on the library's kernels; history "
-             "reads the results store; ceilings gives the machine's roofs. tune is long: send a progressToken."}};
+             "kforge judges compute kernels. list_problems, then describe_problem for a problem's "
+             "ABI and error "
+             "bound; evaluate runs your kernel source through compile, thorough verification and "
+             "(bench: true) "
+             "timing, and returns feedback to act on; bench and tune work on the library's "
+             "kernels; history "
+             "reads the results store; ceilings gives the machine's roofs. tune is long: send a "
+             "progressToken."}};
   }
 
   void notify(const Incoming& m) {
@@ -157,12 +146,14 @@ class Server {
   void start_call(const Incoming& m) {
     const json& p = m.params;
     if (!p.is_object() || !p.contains("name") || !p["name"].is_string())
-      throw ProtocolError(kInvalidParams, "Invalid params: tools/call needs params.name (a string)");
+      throw ProtocolError(kInvalidParams,
+                          "Invalid params: tools/call needs params.name (a string)");
     const Tool* tool = find_tool(p["name"].get<std::string>());
     if (!tool) {
       json names = json::array();
       for (const auto& t : tools()) names.push_back(t.name);
-      throw ProtocolError(kInvalidParams, "Unknown tool: " + p["name"].get<std::string>(), {{"tools", names}});
+      throw ProtocolError(kInvalidParams, "Unknown tool: " + p["name"].get<std::string>(),
+                          {{"tools", names}});
     }
     if (p.contains("arguments") && !p["arguments"].is_object())
       throw ProtocolError(kInvalidParams, "Invalid params: params.arguments must be an object");
@@ -170,17 +161,20 @@ class Server {
     if (p.contains("_meta") && p["_meta"].is_object() && p["_meta"].contains("progressToken")) {
       token = p["_meta"]["progressToken"];
       if (!token.is_string() && !token.is_number_integer())
-        throw ProtocolError(kInvalidParams, "Invalid params: _meta.progressToken must be a string or an integer");
+        throw ProtocolError(kInvalidParams,
+                            "Invalid params: _meta.progressToken must be a string or an integer");
     }
     auto call = std::make_shared<Call>();
     {
       std::lock_guard lock(mutex_);
       if (calls_.count(m.id.dump()))
-        throw ProtocolError(kInvalidRequest, "Invalid Request: id " + m.id.dump() + " is still in use by a running call");
+        throw ProtocolError(kInvalidRequest, "Invalid Request: id " + m.id.dump() +
+                                                 " is still in use by a running call");
       calls_[m.id.dump()] = call;
     }
     const json args = p.value("arguments", json::object());
-    call->thread = std::thread([this, tool, args, token, id = m.id, call] { run_call(*tool, args, token, id, *call); });
+    call->thread = std::thread(
+        [this, tool, args, token, id = m.id, call] { run_call(*tool, args, token, id, *call); });
   }
 
   // On the call's own thread: runs the tool, answers (unless cancelled), marks it done.
@@ -192,12 +186,15 @@ class Server {
     } catch (const std::exception& e) {
       result = {{{"error", e.what()}}, std::string(tool.name) + " failed: " + e.what(), true};
     } catch (...) {
-      result = {{{"error", "an unknown exception"}}, tool.name + " failed with an unknown exception", true};
+      result = {{{"error", "an unknown exception"}},
+                tool.name + " failed with an unknown exception",
+                true};
     }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (call.cancelled) {
-      log(fmt::format("{} (request {}) stopped after cancellation in {:.1f} s; not answered, as MCP asks", tool.name,
-                      id.dump(), s));
+      log(fmt::format(
+          "{} (request {}) stopped after cancellation in {:.1f} s; not answered, as MCP asks",
+          tool.name, id.dump(), s));
     } else {
       json r = {{"content", json::array({{{"type", "text"}, {"text", result.text}}})},
                 {"structuredContent", result.structured},
@@ -216,7 +213,8 @@ class Server {
               true};
     }
     if (!tool.read_only) {
-      if (!slots_.acquire(call.cancelled)) return {{{"error", "cancelled while waiting"}}, "cancelled", true};
+      if (!slots_.acquire(call.cancelled))
+        return {{{"error", "cancelled while waiting"}}, "cancelled", true};
     }
     struct Release {
       Slots* s;
@@ -229,7 +227,8 @@ class Server {
     c.options = &options_;
     c.cancelled = &call.cancelled;
     auto last = std::make_shared<double>(-1);
-    c.progress = [this, token, last, &call](double progress, double total, const std::string& message) {
+    c.progress = [this, token, last, &call](double progress, double total,
+                                            const std::string& message) {
       if (token.is_null() || call.cancelled || progress <= *last) return;  // progress must grow
       *last = progress;
       json params = {{"progressToken", token}, {"progress", progress}, {"message", message}};

@@ -20,8 +20,9 @@ namespace kforge::mcp {
 inline constexpr const char* kProtocolVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
 
 // Serves until `in` ends; then answers the calls that end within 5 s, cancels the others and
-// gives them 5 s more (an evaluation in flight finishes first) before it exits. Messages go to `out`, one per line; `log` gets a line per event that a
-// human may want (stderr). Returns the exit code.
+// gives them 5 s more (an evaluation in flight finishes first) before it exits. Messages go to
+// `out`, one per line; `log` gets a line per event that a human may want (stderr). Returns the exit
+// code.
 int serve(const ServerOptions& o, std::istream& in, std::FILE* out,
           const std::function<void(const std::string&)>& log);
 

@@ -2,10 +2,9 @@
 // What the tools share: the schema of a problem instance (problem, sizes, dtype, scalars,
 // params, backend, verification), a request built from it, and recording results in the store.
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"

@@ -10,7 +10,9 @@
 namespace kforge::mcp {
 namespace {
 
-std::string extension(Lang l) { return l == Lang::cpp ? ".cpp" : l == Lang::opencl ? ".cl" : ".cu"; }
+std::string extension(Lang l) {
+  return l == Lang::cpp ? ".cpp" : l == Lang::opencl ? ".cl" : ".cu";
+}
 
 // 'ceil_div(N,64),ceil_div(M,64)' is two expressions: commas inside parentheses do not split.
 json expressions(const json& v) {
@@ -18,7 +20,10 @@ json expressions(const json& v) {
   json out = json::array({""});
   int depth = 0;
   for (char ch : v.get<std::string>()) {
-    if (ch == ',' && depth == 0) { out.push_back(""); continue; }
+    if (ch == ',' && depth == 0) {
+      out.push_back("");
+      continue;
+    }
     depth += ch == '(' ? 1 : ch == ')' ? -1 : 0;
     out.back() = out.back().get<std::string>() + ch;
   }
@@ -77,10 +82,12 @@ std::string replay_line(const json& a, const EvalRequest& req) {
   }
   const auto spec = dir / (stem + ".json");
   write_file_atomic(spec, spec_text);
-  std::string line = fmt::format("kforge eval --problem {} --source {} --spec {} --backend {} --size {} --dtype {} --seed {}{}",
-                                 req.problem_file.empty() ? req.problem : req.problem_file, source.string(),
-                                 spec.string(), req.backend, assignments(req.sizes), dtype_name(req.dtype),
-                                 req.verify.seed, req.verify.thorough ? "" : " --quick");
+  std::string line = fmt::format(
+      "kforge eval --problem {} --source {} --spec {} --backend {} --size {} --dtype {} --seed "
+      "{}{}",
+      req.problem_file.empty() ? req.problem : req.problem_file, source.string(), spec.string(),
+      req.backend, assignments(req.sizes), dtype_name(req.dtype), req.verify.seed,
+      req.verify.thorough ? "" : " --quick");
   if (!req.scalars.empty()) line += " --scalar " + assignments(req.scalars);
   return line + (req.bench ? " --bench" : "");
 }
@@ -88,26 +95,32 @@ std::string replay_line(const json& a, const EvalRequest& req) {
 IsolationLimits limits_of(const json& a, const ServerOptions& o) {
   IsolationLimits l = o.limits;
   l.timeout_s = a.value("timeout_s", l.timeout_s);
-  if (a.contains("memory_gib")) l.memory_bytes = static_cast<long long>(a["memory_gib"].get<double>() * (1ll << 30));
+  if (a.contains("memory_gib"))
+    l.memory_bytes = static_cast<long long>(a["memory_gib"].get<double>() * (1ll << 30));
   return l;
 }
 
 ToolResult verdict(const EvalResult& r, const agent::FeedbackContext& ctx, json store) {
   const agent::Judged j = agent::judge(r, ctx);
   ToolResult out;
-  out.structured = {{"disposition", j.disposition}, {"passed", r.passed()}, {"summary", j.summary},
-                    {"feedback", j.feedback}, {"result", r.to_json()}};
+  out.structured = {{"disposition", j.disposition},
+                    {"passed", r.passed()},
+                    {"summary", j.summary},
+                    {"feedback", j.feedback},
+                    {"result", r.to_json()}};
   if (!store.is_null()) out.structured["store"] = store;
   json brief = {{"feedback", j.feedback}};
   if (!store.is_null()) brief["store"] = store;
-  out.text = text_of(j.summary, brief) + "\n\n(structuredContent.result holds the full evaluation JSON)";
+  out.text =
+      text_of(j.summary, brief) + "\n\n(structuredContent.result holds the full evaluation JSON)";
   return out;
 }
 
 ToolResult evaluate(const ToolCall& c) {
   const json& a = c.args;
   if (a.contains("source") == a.contains("source_path"))
-    throw UsageError("give the kernel as `source` (its text) or `source_path` (a file), exactly one of them");
+    throw UsageError(
+        "give the kernel as `source` (its text) or `source_path` (a file), exactly one of them");
   const auto p = problem_of(a, *c.options);
   const std::string source = a.contains("source") ? a["source"].get<std::string>()
                                                   : read_file(a["source_path"].get<std::string>());
@@ -120,7 +133,8 @@ ToolResult evaluate(const ToolCall& c) {
   ctx.problem = p.get();
   ctx.task_sizes = req.sizes;
   ctx.counters = req.bench ? agent::hardware_counters() : "not measured (bench: false)";
-  ctx.source_name = a.contains("source_path") ? a["source_path"].get<std::string>() : "candidate" + extension(k.lang);
+  ctx.source_name = a.contains("source_path") ? a["source_path"].get<std::string>()
+                                              : "candidate" + extension(k.lang);
   ctx.replay = replay_line(a, req);
   c.progress(0, 1, "evaluating in a kforge-worker");
   const EvalResult r = evaluate_isolated(req, limits_of(a, *c.options));
@@ -139,9 +153,14 @@ ToolResult bench(const ToolCall& c) {
     std::string names;
     for (const auto& lk : library_kernels(*p)) {
       names += (names.empty() ? "" : ", ") + lk.name;
-      if (lk.name == name) { k = lk; found = true; }
+      if (lk.name == name) {
+        k = lk;
+        found = true;
+      }
     }
-    if (!found) throw UsageError(fmt::format("problem {} has no kernel '{}' (its kernels: {})", p->name(), name, names));
+    if (!found)
+      throw UsageError(
+          fmt::format("problem {} has no kernel '{}' (its kernels: {})", p->name(), name, names));
   } else {
     k = library_kernel(*p, lang_of_backend(backend), sizes);
   }
@@ -154,9 +173,10 @@ ToolResult bench(const ToolCall& c) {
   ctx.task_sizes = req.sizes;
   ctx.counters = agent::hardware_counters();
   ctx.source_name = k.source_path.empty() ? k.name : k.source_path;
-  ctx.replay = fmt::format("kforge bench {} --backend {} --size {} --dtype {} --params '{}' --seed {}", p->name(),
-                           req.backend, assignments(req.sizes), dtype_name(req.dtype),
-                           assignments(k.resolve(req.params)), req.verify.seed);
+  ctx.replay =
+      fmt::format("kforge bench {} --backend {} --size {} --dtype {} --params '{}' --seed {}",
+                  p->name(), req.backend, assignments(req.sizes), dtype_name(req.dtype),
+                  assignments(k.resolve(req.params)), req.verify.seed);
   c.progress(0, 1, "verifying and timing in a kforge-worker");
   const EvalResult r = evaluate_isolated(req, c.options->limits);
   return verdict(r, ctx, record(*c.options, "kforge mcp (evaluate and bench calls)", req, r));
@@ -168,44 +188,82 @@ Tool evaluate_tool() {
   json extra = {
       {"source", {{"type", "string"}, {"description", "the kernel's source text"}}},
       {"source_path", {{"type", "string"}, {"description", "or a file holding it"}}},
-      {"lang", {{"type", "string"}, {"enum", {"cpp", "opencl", "cuda"}}, {"description", "default cpp"}}},
-      {"entry", {{"type", "string"}, {"description", "the kernel's function name (default: the problem's name, "
-                                                     "other characters than letters and digits made '_')"}}},
-      {"grid", {{"type", {"string", "array"}}, {"items", {{"type", "string"}}},
-                {"description", "blocks per dimension: expressions over sizes and params, e.g. "
-                                "\"ceil_div(M,16)\" or [\"ceil_div(N,64)\", \"ceil_div(M,64)\"]"}}},
-      {"block", {{"type", {"string", "array"}}, {"items", {{"type", "string"}}},
-                 {"description", "threads per block, e.g. \"16,16\""}}},
-      {"spec", {{"type", "object"}, {"description", "a kernel spec (params, defaults, constraints, grid, block, "
-                                                    "dtypes; docs/commands/eval.md); the fields above override it"}}},
-      {"bench", {{"type", "boolean"}, {"description", "time it (and the problem's baseline) once it passes"}}},
+      {"lang",
+       {{"type", "string"}, {"enum", {"cpp", "opencl", "cuda"}}, {"description", "default cpp"}}},
+      {"entry",
+       {{"type", "string"},
+        {"description",
+         "the kernel's function name (default: the problem's name, "
+         "other characters than letters and digits made '_')"}}},
+      {"grid",
+       {{"type", {"string", "array"}},
+        {"items", {{"type", "string"}}},
+        {"description",
+         "blocks per dimension: expressions over sizes and params, e.g. "
+         "\"ceil_div(M,16)\" or [\"ceil_div(N,64)\", \"ceil_div(M,64)\"]"}}},
+      {"block",
+       {{"type", {"string", "array"}},
+        {"items", {{"type", "string"}}},
+        {"description", "threads per block, e.g. \"16,16\""}}},
+      {"spec",
+       {{"type", "object"},
+        {"description",
+         "a kernel spec (params, defaults, constraints, grid, block, "
+         "dtypes; docs/commands/eval.md); the fields above override it"}}},
+      {"bench",
+       {{"type", "boolean"},
+        {"description", "time it (and the problem's baseline) once it passes"}}},
       {"measure", measure_property()},
-      {"timeout_s", {{"type", "number"}, {"minimum", 1}, {"description", "seconds before the worker is killed (default 120)"}}},
-      {"memory_gib", {{"type", "number"}, {"minimum", 0.25}, {"description", "address space of the worker (default 8)"}}}};
-  return {"evaluate", "Evaluate a kernel source",
-          "Runs a kernel source through kforge's gates in an isolated worker, exactly as `kforge eval`: compile, "
-          "verification against a high-precision reference (thorough unless quick: other distributions, "
-          "determinism, perturbation, fuzzed shapes), and with bench the timing, baseline and speed-of-light "
-          "fraction. Returns the disposition (passed, incorrect, compile_error, crashed, timeout, invalid_config, "
-          "...), feedback an agent can act on (first compiler errors at the source's own lines; the failed check "
-          "with the first bad element and a replay command; or time, speedup and SOL) and the full result JSON.",
-          object_schema({"problem", "sizes", "dtype", "scalars", "params", "backend", "quick", "seed"}, extra,
-                        {"problem"}),
-          false, evaluate};
+      {"timeout_s",
+       {{"type", "number"},
+        {"minimum", 1},
+        {"description", "seconds before the worker is killed (default 120)"}}},
+      {"memory_gib",
+       {{"type", "number"},
+        {"minimum", 0.25},
+        {"description", "address space of the worker (default 8)"}}}};
+  return {
+      "evaluate",
+      "Evaluate a kernel source",
+      "Runs a kernel source through kforge's gates in an isolated worker, exactly as `kforge "
+      "eval`: compile, "
+      "verification against a high-precision reference (thorough unless quick: other "
+      "distributions, "
+      "determinism, perturbation, fuzzed shapes), and with bench the timing, baseline and "
+      "speed-of-light "
+      "fraction. Returns the disposition (passed, incorrect, compile_error, crashed, timeout, "
+      "invalid_config, "
+      "...), feedback an agent can act on (first compiler errors at the source's own lines; the "
+      "failed check "
+      "with the first bad element and a replay command; or time, speedup and SOL) and the full "
+      "result JSON.",
+      object_schema({"problem", "sizes", "dtype", "scalars", "params", "backend", "quick", "seed"},
+                    extra, {"problem"}),
+      false,
+      evaluate};
 }
 
 Tool bench_tool() {
   json extra = {
-      {"kernel", {{"type", "string"}, {"description", "a library kernel's name (describe_problem lists them); "
-                                                      "default: the backend's kernel for these sizes"}}},
-      {"baseline", {{"type", "boolean"}, {"description", "also time the problem's baseline (default true)"}}},
+      {"kernel",
+       {{"type", "string"},
+        {"description",
+         "a library kernel's name (describe_problem lists them); "
+         "default: the backend's kernel for these sizes"}}},
+      {"baseline",
+       {{"type", "boolean"}, {"description", "also time the problem's baseline (default true)"}}},
       {"measure", measure_property()}};
-  return {"bench", "Benchmark a library kernel",
-          "Verifies, then times a library kernel of a problem, as `kforge bench`: median with spread, GFLOP/s, "
-          "GB/s, speed-of-light fraction and the speedup over the problem's baseline (OpenBLAS for gemm).",
-          object_schema({"problem", "sizes", "dtype", "scalars", "params", "backend", "quick", "seed"}, extra,
-                        {"problem"}),
-          false, bench};
+  return {
+      "bench",
+      "Benchmark a library kernel",
+      "Verifies, then times a library kernel of a problem, as `kforge bench`: median with spread, "
+      "GFLOP/s, "
+      "GB/s, speed-of-light fraction and the speedup over the problem's baseline (OpenBLAS for "
+      "gemm).",
+      object_schema({"problem", "sizes", "dtype", "scalars", "params", "backend", "quick", "seed"},
+                    extra, {"problem"}),
+      false,
+      bench};
 }
 
 }  // namespace kforge::mcp

@@ -27,7 +27,8 @@ struct Journal {
   std::int64_t run = 0;
   int resumed = 0, recorded = 0;
 
-  Journal(const ServerOptions& o, const std::string& command, const Backend& b, bool fresh, TuneOptions& to) {
+  Journal(const ServerOptions& o, const std::string& command, const Backend& b, bool fresh,
+          TuneOptions& to) {
     if (!o.record) return;
     try {
       store.emplace(o.db);
@@ -72,11 +73,14 @@ ToolResult tune_tool_run(const ToolCall& c) {
   const auto p = problem_of(a, *c.options);
   const std::string backend_name = a.value("backend", std::string("cpu"));
   auto backend = make_backend(backend_name);
-  if (!backend->can_run()) throw UsageError("backend " + backend_name + " cannot run here: " + backend->device());
+  if (!backend->can_run())
+    throw UsageError("backend " + backend_name + " cannot run here: " + backend->device());
   const Sizes sizes = sizes_of(a, *p);
-  const KernelSpec k = restrict_space(library_kernel(*p, backend->lang(), sizes), a.value("restrict", std::string()));
+  const KernelSpec k = restrict_space(library_kernel(*p, backend->lang(), sizes),
+                                      a.value("restrict", std::string()));
   json quick = a;
-  quick["quick"] = !a.value("thorough", false);  // tuning verifies quickly; the winner thoroughly below
+  quick["quick"] =
+      !a.value("thorough", false);  // tuning verifies quickly; the winner thoroughly below
   EvalRequest base = request_of(quick, *p, k, backend_name);
   apply_measure(a, base.measure);
 
@@ -87,27 +91,32 @@ ToolResult tune_tool_run(const ToolCall& c) {
   to.time_limit_s = a.value("time_limit_s", 0.0);
   to.isolate = true;  // a long-lived server keeps every kernel out of its own process
   to.stop = [&c] { return c.is_cancelled(); };
-  Journal journal(*c.options, fmt::format("kforge mcp tune {} --backend {} --size {} --strategy {} --budget {}",
-                                          p->name(), backend_name, assignments(sizes), to.strategy, to.budget),
+  Journal journal(*c.options,
+                  fmt::format("kforge mcp tune {} --backend {} --size {} --strategy {} --budget {}",
+                              p->name(), backend_name, assignments(sizes), to.strategy, to.budget),
                   *backend, a.value("fresh", false), to);
 
   double best_s = 0;
   const TuneResult t = tune(base, *backend, to, [&](int done, int total, const EvalResult& e) {
-    if (e.passed() && e.timing && (best_s == 0 || e.timing->median_s < best_s)) best_s = e.timing->median_s;
-    c.progress(done, total,
-               fmt::format("evaluation {}/{}: {} {}{}", done, total, assignments(e.params), disposition_name(e.disposition),
-                           best_s > 0 ? fmt::format(" (best {:.4g} ms)", best_s * 1e3) : std::string()));
+    if (e.passed() && e.timing && (best_s == 0 || e.timing->median_s < best_s))
+      best_s = e.timing->median_s;
+    c.progress(
+        done, total,
+        fmt::format("evaluation {}/{}: {} {}{}", done, total, assignments(e.params),
+                    disposition_name(e.disposition),
+                    best_s > 0 ? fmt::format(" (best {:.4g} ms)", best_s * 1e3) : std::string()));
   });
 
   ToolResult r;
   json evals = json::array();
   for (const auto& e : t.evaluations) evals.push_back(evaluation_brief(e));
-  r.structured = {{"problem", p->name()}, {"kernel", k.name}, {"backend", backend_name}, {"device", backend->device()},
-                  {"sizes", sizes}, {"strategy", to.strategy}, {"space_size", t.space_size},
-                  {"stopped", t.stopped}, {"evaluations", evals}};
+  r.structured = {{"problem", p->name()},        {"kernel", k.name},     {"backend", backend_name},
+                  {"device", backend->device()}, {"sizes", sizes},       {"strategy", to.strategy},
+                  {"space_size", t.space_size},  {"stopped", t.stopped}, {"evaluations", evals}};
   if (!t.strategy_report.empty()) r.structured["strategy_report"] = t.strategy_report;
-  std::string text = fmt::format("tuned {} on {}: {} evaluation(s) of {} valid configurations (stopped: {})",
-                                 k.name, backend_name, t.evaluations.size(), t.space_size, t.stopped);
+  std::string text =
+      fmt::format("tuned {} on {}: {} evaluation(s) of {} valid configurations (stopped: {})",
+                  k.name, backend_name, t.evaluations.size(), t.space_size, t.stopped);
   if (t.best >= 0 && !c.is_cancelled()) {
     // The winner re-verified thoroughly and re-timed beside the baseline, as `kforge tune` does.
     EvalRequest req = base;
@@ -115,21 +124,26 @@ ToolResult tune_tool_run(const ToolCall& c) {
     req.verify.thorough = true;
     req.bench = true;
     req.baseline = !p->baseline_name().empty();
-    c.progress(t.evaluations.size() + 0.5, t.evaluations.size() + 1, "re-verifying the winner thoroughly");
+    c.progress(t.evaluations.size() + 0.5, t.evaluations.size() + 1,
+               "re-verifying the winner thoroughly");
     const EvalResult w = evaluate_isolated(req, c.options->limits);
     journal.add(req, w);
     r.structured["best"] = w.to_json();
     text += fmt::format("\nbest {}: {}", assignments(w.params), disposition_name(w.disposition));
-    if (w.timing) text += fmt::format(", {:.4g} ms, {:.1f} GFLOP/s", w.timing->median_s * 1e3, w.gflops);
-    if (w.roofline) text += fmt::format(", {:.1f}% of the speed of light", 100 * w.roofline->sol_fraction);
+    if (w.timing)
+      text += fmt::format(", {:.4g} ms, {:.1f} GFLOP/s", w.timing->median_s * 1e3, w.gflops);
+    if (w.roofline)
+      text += fmt::format(", {:.1f}% of the speed of light", 100 * w.roofline->sol_fraction);
     if (w.baseline) text += fmt::format(", {:.2f}x {}", w.speedup(), w.baseline_name);
   } else if (t.best < 0) {
     text += "\nno configuration passed";
   }
   if (const json s = journal.to_json(*c.options); !s.is_null()) r.structured["store"] = s;
-  r.text = text_of(text, r.structured.contains("best") ? json{{"best_params", r.structured["best"]["params"]},
-                                                             {"stopped", t.stopped}, {"evaluations", evals.size()}}
-                                                       : json{{"stopped", t.stopped}, {"evaluations", evals.size()}});
+  r.text = text_of(text, r.structured.contains("best")
+                             ? json{{"best_params", r.structured["best"]["params"]},
+                                    {"stopped", t.stopped},
+                                    {"evaluations", evals.size()}}
+                             : json{{"stopped", t.stopped}, {"evaluations", evals.size()}});
   return r;
 }
 
@@ -137,23 +151,47 @@ ToolResult tune_tool_run(const ToolCall& c) {
 
 Tool tune_tool() {
   json extra = {
-      {"strategy", {{"type", "string"}, {"enum", strategy_names()}, {"description", "search strategy (default bayes)"}}},
-      {"budget", {{"type", "integer"}, {"minimum", 1}, {"maximum", 100000},
-                  {"description", "evaluations, the default configuration included (default 20)"}}},
-      {"tune_seed", {{"type", "integer"}, {"minimum", 0}, {"description", "seed of the strategy (default 1)"}}},
-      {"time_limit_s", {{"type", "number"}, {"minimum", 0}, {"description", "stop once this much evaluation time is spent"}}},
-      {"restrict", {{"type", "string"}, {"description", "keep only these values, e.g. \"MR=4|6,NV=2\""}}},
-      {"thorough", {{"type", "boolean"}, {"description", "verify every configuration thoroughly (default: quickly; "
-                                                        "the winner is always re-verified thoroughly)"}}},
-      {"fresh", {{"type", "boolean"}, {"description", "measure every configuration again instead of resuming "
-                                                     "from the store's results"}}},
+      {"strategy",
+       {{"type", "string"},
+        {"enum", strategy_names()},
+        {"description", "search strategy (default bayes)"}}},
+      {"budget",
+       {{"type", "integer"},
+        {"minimum", 1},
+        {"maximum", 100000},
+        {"description", "evaluations, the default configuration included (default 20)"}}},
+      {"tune_seed",
+       {{"type", "integer"}, {"minimum", 0}, {"description", "seed of the strategy (default 1)"}}},
+      {"time_limit_s",
+       {{"type", "number"},
+        {"minimum", 0},
+        {"description", "stop once this much evaluation time is spent"}}},
+      {"restrict",
+       {{"type", "string"}, {"description", "keep only these values, e.g. \"MR=4|6,NV=2\""}}},
+      {"thorough",
+       {{"type", "boolean"},
+        {"description",
+         "verify every configuration thoroughly (default: quickly; "
+         "the winner is always re-verified thoroughly)"}}},
+      {"fresh",
+       {{"type", "boolean"},
+        {"description",
+         "measure every configuration again instead of resuming "
+         "from the store's results"}}},
       {"measure", measure_property()}};
-  return {"tune", "Tune a library kernel",
-          "Searches a library kernel's parameter space for the fastest correct configuration (kforge's tuner, "
-          "each evaluation in an isolated worker, recorded in the results store), then re-verifies the winner "
-          "thoroughly and times it beside the baseline. Long-running: send _meta.progressToken to get one "
-          "notifications/progress per evaluation; notifications/cancelled stops it at the next evaluation.",
-          object_schema({"problem", "sizes", "dtype", "scalars", "backend", "seed"}, extra, {"problem"}), false,
+  return {"tune",
+          "Tune a library kernel",
+          "Searches a library kernel's parameter space for the fastest correct configuration "
+          "(kforge's tuner, "
+          "each evaluation in an isolated worker, recorded in the results store), then re-verifies "
+          "the winner "
+          "thoroughly and times it beside the baseline. Long-running: send _meta.progressToken to "
+          "get one "
+          "notifications/progress per evaluation; notifications/cancelled stops it at the next "
+          "evaluation.",
+          object_schema({"problem", "sizes", "dtype", "scalars", "backend", "seed"}, extra,
+                        {"problem"}),
+          false,
           tune_tool_run};
 }
 

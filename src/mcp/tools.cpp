@@ -3,17 +3,18 @@
 namespace kforge::mcp {
 
 nlohmann::json Tool::listing() const {
-  return {{"name", name},
-          {"title", title},
-          {"description", description},
-          {"inputSchema", input_schema},
-          {"annotations", {{"title", title}, {"readOnlyHint", read_only}, {"openWorldHint", false}}}};
+  return {
+      {"name", name},
+      {"title", title},
+      {"description", description},
+      {"inputSchema", input_schema},
+      {"annotations", {{"title", title}, {"readOnlyHint", read_only}, {"openWorldHint", false}}}};
 }
 
 const std::vector<Tool>& tools() {
-  static const std::vector<Tool> all = {list_problems_tool(), describe_problem_tool(), evaluate_tool(),
-                                        bench_tool(),         tune_tool(),             history_tool(),
-                                        ceilings_tool()};
+  static const std::vector<Tool> all = {
+      list_problems_tool(), describe_problem_tool(), evaluate_tool(), bench_tool(),
+      tune_tool(),          history_tool(),          ceilings_tool()};
   return all;
 }
 

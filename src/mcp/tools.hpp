@@ -6,12 +6,11 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kforge/evaluate.hpp"
 
@@ -19,16 +18,16 @@ namespace kforge::mcp {
 
 // What the server was started with (`kforge mcp --help`).
 struct ServerOptions {
-  std::filesystem::path db;      // the results store: evaluate, bench and tune record there
-  bool record = true;            // false: --no-db (history then reads `db` if it exists)
+  std::filesystem::path db;  // the results store: evaluate, bench and tune record there
+  bool record = true;        // false: --no-db (history then reads `db` if it exists)
   std::vector<std::string> problem_dirs;  // --problems: listed beside the library's
-  IsolationLimits limits;        // for every candidate's worker
-  int jobs = 4;                  // calls of tools that run kernels at once; more wait their turn
+  IsolationLimits limits;                 // for every candidate's worker
+  int jobs = 4;  // calls of tools that run kernels at once; more wait their turn
 };
 
 // One call of a tool, as its function sees it.
 struct ToolCall {
-  nlohmann::json args;           // already checked against the tool's input schema
+  nlohmann::json args;  // already checked against the tool's input schema
   const ServerOptions* options = nullptr;
   // Reports progress (a notifications/progress when the request carried a progressToken, else
   // nothing); `progress` must grow from call to call, `total` is 0 when unknown.
@@ -40,16 +39,16 @@ struct ToolCall {
 
 struct ToolResult {
   nlohmann::json structured = nlohmann::json::object();  // structuredContent
-  std::string text;                                       // content[0].text
+  std::string text;                                      // content[0].text
   bool is_error = false;
 };
 
 struct Tool {
   std::string name, title, description;
   nlohmann::json input_schema;
-  bool read_only = false;        // annotations.readOnlyHint; the others run kernels and take a job slot
+  bool read_only = false;  // annotations.readOnlyHint; the others run kernels and take a job slot
   std::function<ToolResult(const ToolCall&)> run;  // throws UsageError etc. for a tool error
-  [[nodiscard]] nlohmann::json listing() const;   // as tools/list shows it
+  [[nodiscard]] nlohmann::json listing() const;    // as tools/list shows it
 };
 
 [[nodiscard]] const std::vector<Tool>& tools();
