@@ -44,7 +44,11 @@ class Server {
       case Incoming::Kind::response:
         return;  // this server sends no requests; nothing awaits one
       case Incoming::Kind::notification:
-        notify(m);
+        try {
+          notify(m);
+        } catch (const std::exception& e) {  // a notification gets no answer, even to say this
+          log(fmt::format("ignored notification {}: {}", m.method, e.what()));
+        }
         return;
       case Incoming::Kind::request:
         break;
@@ -110,8 +114,13 @@ class Server {
       if (asked == v) version = v;
     initialized_ = true;
     const json client = params.value("clientInfo", json::object());
-    log(fmt::format("initialized by {} {} (protocol {})", client.value("name", "a client"),
-                    client.value("version", ""), version));
+    auto field = [&](const char* key, const char* otherwise) {
+      return client.is_object() && client.contains(key) && client[key].is_string()
+                 ? client[key].get<std::string>()
+                 : std::string(otherwise);
+    };
+    log(fmt::format("initialized by {} {} (protocol {})", field("name", "a client"),
+                    field("version", ""), version));
     return {{"protocolVersion", version},
             {"capabilities", {{"tools", {{"listChanged", false}}}}},
             {"serverInfo",
@@ -135,8 +144,9 @@ class Server {
       std::lock_guard lock(mutex_);
       if (auto it = calls_.find(id.dump()); it != calls_.end()) {
         it->second->cancelled = true;
+        const json reason = m.params.value("reason", json());
         log(fmt::format("request {} cancelled ({})", id.dump(),
-                        m.params.value("reason", std::string("no reason given"))));
+                        reason.is_string() ? reason.get<std::string>() : "no reason given"));
       }
       return;  // an id that is unknown or already answered: ignored, as the specification allows
     }

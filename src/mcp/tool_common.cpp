@@ -114,6 +114,22 @@ Lang lang_of_backend(const std::string& backend) {
   throw UsageError("unknown backend '" + backend + "' (cpu, opencl or cuda)");
 }
 
+namespace {
+std::recursive_mutex& in_process_mutex() {
+  static std::recursive_mutex mutex;
+  return mutex;
+}
+}  // namespace
+
+std::unique_ptr<Backend> open_backend(const std::string& name) {
+  std::lock_guard lock(in_process_mutex());
+  return make_backend(name);
+}
+
+std::unique_lock<std::recursive_mutex> in_process_measurement() {
+  return std::unique_lock(in_process_mutex());
+}
+
 std::string backend_of(const json& args, Lang lang) {
   if (args.contains("backend")) return args["backend"].get<std::string>();
   switch (lang) {

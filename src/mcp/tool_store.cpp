@@ -97,6 +97,7 @@ ToolResult history(const ToolCall& c) {
 }
 
 ToolResult ceilings_run(const ToolCall& c) {
+  const auto held = in_process_measurement();
   const json& a = c.args;
   const bool measure = a.value("measure", false), remeasure = a.value("remeasure", false);
   std::vector<std::string> names;
@@ -109,7 +110,7 @@ ToolResult ceilings_run(const ToolCall& c) {
   std::string text;
   for (const auto& name : names) {
     json entry = {{"backend", name}};
-    auto b = make_backend(name);
+    auto b = open_backend(name);
     entry["device"] = b->device();
     if (!b->can_run()) {
       entry["available"] = false;

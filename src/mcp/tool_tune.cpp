@@ -72,7 +72,7 @@ ToolResult tune_tool_run(const ToolCall& c) {
   const json& a = c.args;
   const auto p = problem_of(a, *c.options);
   const std::string backend_name = a.value("backend", std::string("cpu"));
-  auto backend = make_backend(backend_name);
+  auto backend = open_backend(backend_name);
   if (!backend->can_run())
     throw UsageError("backend " + backend_name + " cannot run here: " + backend->device());
   const Sizes sizes = sizes_of(a, *p);

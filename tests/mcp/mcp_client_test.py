@@ -21,10 +21,14 @@ What it asserts, in order, on one server:
 And on a second server, at the raw stdio level: garbage -> -32700 (id null) and the server
 still answers; a batch, a wrong jsonrpc version, an unknown method, tools/call without a name
 -> -32600/-32601/-32602; end of input -> the server exits 0.
+And on a third, 300 seeded random messages at once (tool calls with arguments of every wrong
+type, cut-off lines, cancellations of random ids): exit 0, every request answered unless
+cancelled.
 """
 import argparse
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -208,6 +212,51 @@ def raw_part(args, db):
     check(p.wait(timeout=30) == 0, "end of input: the server exits 0")
 
 
+def fuzz_part(args, seed=19, count=300):
+    """Tool calls with arguments of every wrong type, cut-off lines and cancellations of random
+    ids, all at once: the server must answer every request that was not cancelled and exit 0."""
+    rng = random.Random(seed)
+    junk = [None, True, 0, -1, 1.5, 1e30, "", "x", "gemm", [], [1], {}, {"M": "a"}, {"M": -5}, {"a": {}},
+            "ceil_div(M,", 2 ** 70]
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "clientInfo": {"name": "fuzz", "version": "0"}}}
+    listed = subprocess.run([args.kforge, "mcp", "--no-db", "-q"], capture_output=True, text=True, timeout=60,
+                            input=json.dumps(init) + "\n" + json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}) + "\n")
+    tools = json.loads(listed.stdout.splitlines()[1])["result"]["tools"]
+    lines, sent, cancelled = [json.dumps(init)], {0}, set()
+    for i in range(count):
+        t = rng.choice(tools)
+        names = list(t["inputSchema"]["properties"]) + ["junk"]
+        a = {"problem": "gemm", "sizes": {"M": 8, "N": 8, "K": 8}, "quick": True, "budget": 2, "source": "int x;"} \
+            if rng.random() < 0.5 else {}
+        for _ in range(rng.randint(0, 3)):
+            a[rng.choice(names)] = rng.choice(junk)
+        r = rng.random()
+        if r < 0.8:
+            m = {"jsonrpc": "2.0", "id": 1000 + i, "method": "tools/call", "params": {"name": t["name"], "arguments": a}}
+            if rng.random() < 0.2:
+                m["params"]["_meta"] = {"progressToken": rng.choice(junk)}
+            lines.append(json.dumps(m))
+            sent.add(1000 + i)
+        elif r < 0.9:
+            target = rng.choice(junk + [1000 + i - 1])
+            lines.append(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                     "params": {"requestId": target, "reason": rng.choice(junk)}}))
+            if isinstance(target, int):
+                cancelled.add(target)
+        else:
+            text = json.dumps({"jsonrpc": "2.0", "id": 1000 + i, "method": rng.choice(["ping", "tools/list", "x"])})
+            lines.append(text[:rng.randint(1, len(text))])
+    p = subprocess.run([args.kforge, "mcp", "--no-db", "-q", "--timeout", "30"], input="\n".join(lines) + "\n",
+                       capture_output=True, text=True, timeout=600)
+    check(p.returncode == 0, f"fuzz: {len(lines)} messages, the server exits 0")
+    out = [json.loads(line) for line in p.stdout.splitlines()]
+    check(all(o.get("jsonrpc") == "2.0" and ("result" in o or "error" in o or "method" in o) for o in out),
+          "fuzz: every line out is a JSON-RPC message")
+    missing = sent - {o["id"] for o in out if "id" in o}
+    check(missing <= cancelled, f"fuzz: every request answered but those cancelled ({len(missing)} of {len(sent)})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kforge", required=True)
@@ -216,6 +265,7 @@ def main():
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kforge-mcp-test-") as tmp:
         raw_part(args, os.path.join(tmp, "raw.db"))
+        fuzz_part(args)
         anyio.run(sdk_part, args, os.path.join(tmp, "results.db"), os.path.join(tmp, "server.log"))
         print(f"mcp client test passed in {time.monotonic() - t0:.1f} s (SDK mcp {mcp_version()})")
 

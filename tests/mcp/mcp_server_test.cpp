@@ -93,7 +93,7 @@ TEST(McpServer, AnswersEveryRequestAndOnlyRequests) {
       "garbage\n"
       R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})"
       "\n"  // before initialize
-      R"({"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"1999-01-01"}})"
+      R"({"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"1999-01-01","clientInfo":{"name":5}}})"
       "\n"
       R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
       "\n"
