@@ -88,18 +88,17 @@ class Server {
   void request(const Incoming& m) {
     if (m.method == "ping") return out_.send(response(m.id, json::object()));
     if (m.method == "initialize") return out_.send(response(m.id, initialize(m.params)));
+    if (m.method != "tools/list" && m.method != "tools/call")  // e.g. server/discover, prompts/list
+      throw ProtocolError(kMethodNotFound,
+                          "Method not found: " + m.method +
+                              " (this server has tools only: tools/list, tools/call, ping)");
     if (!initialized_)
       throw ProtocolError(kInvalidRequest,
                           "Invalid Request: send initialize first (the MCP lifecycle)");
-    if (m.method == "tools/list") {
-      json list = json::array();
-      for (const auto& t : tools()) list.push_back(t.listing());
-      return out_.send(response(m.id, {{"tools", list}}));
-    }
     if (m.method == "tools/call") return start_call(m);
-    throw ProtocolError(kMethodNotFound,
-                        "Method not found: " + m.method +
-                            " (this server has tools only: tools/list, tools/call, ping)");
+    json list = json::array();
+    for (const auto& t : tools()) list.push_back(t.listing());
+    out_.send(response(m.id, {{"tools", list}}));
   }
 
   json initialize(const json& params) {

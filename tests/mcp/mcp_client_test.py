@@ -8,9 +8,11 @@ What it asserts, in order, on one server:
   - initialize (the SDK's handshake) and the seven tools in tools/list, each with an object
     inputSchema;
   - describe_problem gemm: the cpp ABI, the tolerance formula, the baseline, library kernels;
-  - evaluate examples/naive_gemm.cpp: passed; tests/verify/wrong/ignores_beta.cpp: incorrect,
+  - evaluate examples/naive_gemm.cpp with bench: passed, thorough checks, timed with speedup
+    and SOL; tests/verify/wrong/ignores_beta.cpp: incorrect,
     failed check `bound`, with the first bad element; tests/data/segfault.cpp: crashed, and
-    the server answers a ping and a list_problems after it;
+    the server answers a ping and a list_problems after it; bench of gemm.cpu passes; ceilings
+    answers for cpu;
   - an unknown tool: a JSON-RPC error -32602 (protocol level, as the specification says);
     a bad argument: a result with isError naming the argument;
   - tune with a progressToken: at least one notifications/progress; a describe_problem made
@@ -21,7 +23,8 @@ What it asserts, in order, on one server:
 And on a second server, at the raw stdio level: garbage -> -32700 (id null) and the server
 still answers; a batch, a wrong jsonrpc version, an unknown method, tools/call without a name
 -> -32600/-32601/-32602; end of input -> the server exits 0.
-And on a third, 300 seeded random messages at once (tool calls with arguments of every wrong
+The SDK's high-level mcp.Client (auto mode: a server/discover probe, then initialize) connects.
+And on another server, 300 seeded random messages at once (tool calls with arguments of every wrong
 type, cut-off lines, cancellations of random ids): exit 0, every request answered unless
 cancelled.
 """
@@ -59,9 +62,9 @@ def read(root, rel):
         return f.read()
 
 
-async def evaluate(session, root, rel, grid):
+async def evaluate(session, root, rel, grid, **extra):
     r = await session.call_tool("evaluate", {"problem": "gemm", "lang": "cpp", "source": read(root, rel),
-                                             "grid": grid, "sizes": SMALL})
+                                             "grid": grid, "sizes": SMALL, **extra})
     check(not r.is_error, f"evaluate {rel}: a result, not a tool error")
     return r.structured_content
 
@@ -90,10 +93,15 @@ async def sdk_part(args, db, errlog_path):
                 check(d.content[0].type == "text" and "gemm" in d.content[0].text, "describe gemm: a text content too")
 
                 t0 = time.monotonic()
-                ok = await evaluate(session, args.root, "examples/naive_gemm.cpp", "ceil_div(M,16)")
+                ok = await evaluate(session, args.root, "examples/naive_gemm.cpp", "ceil_div(M,16)",
+                                    bench=True, measure={"repetitions": 5})
                 check(ok["disposition"] == "passed" and ok["feedback"]["passed"],
                       f"naive_gemm passes ({time.monotonic() - t0:.1f} s): {ok['summary']}")
-                check(ok["result"]["verify"]["passed"], "naive_gemm: the full result JSON is there")
+                check(ok["result"]["verify"]["passed"] and len(ok["result"]["verify"]["checks"]) >= 8,
+                      "naive_gemm: the full result JSON is there, with the thorough protocol's checks")
+                check(ok["feedback"]["timing"]["repetitions"] == 5 and ok["feedback"]["speedup"] > 0
+                      and 0 < ok["feedback"]["sol"]["fraction"],
+                      "naive_gemm timed: median, speedup over the baseline, SOL fraction")
 
                 wrong = await evaluate(session, args.root, "tests/verify/wrong/ignores_beta.cpp", "ceil_div(M,16)")
                 failure = wrong["feedback"].get("failure", {})
@@ -108,6 +116,15 @@ async def sdk_part(args, db, errlog_path):
                 lp = await session.call_tool("list_problems", {})
                 check(any(p["name"] == "gemm" for p in lp.structured_content["problems"]),
                       "after the crash the server answers ping and list_problems")
+
+                b = await session.call_tool("bench", {"problem": "gemm", "sizes": SMALL, "measure": {"repetitions": 5}})
+                check(not b.is_error and b.structured_content["disposition"] == "passed"
+                      and b.structured_content["result"]["kernel"] == "gemm.cpu",
+                      f"bench gemm.cpu: {b.structured_content['summary']}")
+                ce = await session.call_tool("ceilings", {"backend": "cpu"})
+                entry = ce.structured_content["backends"][0]
+                check(not ce.is_error and entry["backend"] == "cpu" and ("ceilings" in entry or entry["cached"] is False),
+                      "ceilings cpu: the cached roofs, or says none is cached")
 
                 try:
                     await session.call_tool("no_such_tool", {})
@@ -164,8 +181,20 @@ async def sdk_part(args, db, errlog_path):
                 check(runs and 1 <= runs[0]["evaluations"] < budget,
                       f"history: the cancelled tune recorded {runs[0]['evaluations'] if runs else 0} of {budget} evaluations")
                 evals = [e for e in h.structured_content["evaluations"] if e["kernel"] == "candidate"]
-                check(len(evals) >= 3, "history: the evaluate calls were recorded")
+                check(len(evals) >= 3 and any(e["kernel"] == "gemm.cpu" for e in h.structured_content["evaluations"]),
+                      "history: the evaluate and bench calls were recorded")
                 await session.send_ping()
+
+
+async def auto_part(args):
+    """The SDK's high-level Client in its default mode probes server/discover (a newer protocol
+    era) first; the server answers -32601 and the Client falls back to initialize."""
+    params = StdioServerParameters(command=args.kforge, args=["mcp", "--no-db", "-q"])
+    async with mcp.Client(params) as client:
+        listed = await client.list_tools()
+        check(len(listed.tools) == 7, f"mcp.Client (auto mode) connects, protocol {client.protocol_version}")
+        r = await client.call_tool("list_problems", {})
+        check(not r.is_error, "mcp.Client: a tool call")
 
 
 def raw_part(args, db):
@@ -266,6 +295,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="kforge-mcp-test-") as tmp:
         raw_part(args, os.path.join(tmp, "raw.db"))
         fuzz_part(args)
+        anyio.run(auto_part, args)
         anyio.run(sdk_part, args, os.path.join(tmp, "results.db"), os.path.join(tmp, "server.log"))
         print(f"mcp client test passed in {time.monotonic() - t0:.1f} s (SDK mcp {mcp_version()})")
 
