@@ -17,6 +17,9 @@ struct Budget {
   double seconds = 0;                   // 0: no time limit
   std::optional<double> optimum;        // a known optimum of the objective...
   double within = 0.0;                  // ...stop once best <= optimum * (1 + within)
+  // Asked before each evaluation; true stops the search there ("cancelled"), e.g. a client that
+  // cancelled a long tuning run. The evaluation in flight always finishes first.
+  std::function<bool()> stop;
 };
 
 struct Outcome {
@@ -35,7 +38,7 @@ struct SearchTrace {
   std::vector<Step> steps;
   int best = -1;            // index of the best step, -1 if none passed
   double spent_s = 0;
-  std::string stopped;      // budget | time | target | exhausted
+  std::string stopped;      // budget | time | target | exhausted | cancelled
   // Steps until the best came within `fraction` of `optimum` (1-based), -1 if never.
   [[nodiscard]] int steps_to_within(double optimum, double fraction) const;
 };

@@ -41,13 +41,16 @@ struct TuneOptions {
   // Evaluate each configuration in a kforge-worker subprocess (evaluate_isolated): for kernels
   // that are not kforge's own, such as a problem file's.
   bool isolate = false;
+  // Asked before each evaluation: true ends the search there, with stopped = "cancelled" (the
+  // MCP server's notifications/cancelled). Evaluations already run stay in the result.
+  std::function<bool()> stop;
 };
 
 struct TuneResult {
   std::vector<EvalResult> evaluations;  // in the order run
   int best = -1;                        // index of the fastest passed evaluation, -1 if none
   std::uint64_t space_size = 0;         // valid configurations
-  std::string stopped;                  // budget | time | exhausted
+  std::string stopped;                  // budget | time | exhausted | cancelled
   nlohmann::json strategy_report;       // e.g. the MAP-Elites archive
 };
 

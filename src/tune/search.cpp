@@ -21,6 +21,7 @@ SearchTrace run_search(Strategy& s, const Objective& f, const Budget& b, const s
   while (static_cast<int>(t.steps.size()) < b.evaluations) {
     if (reached()) { t.stopped = "target"; break; }
     if (out_of_time()) { t.stopped = "time"; break; }
+    if (b.stop && b.stop()) { t.stopped = "cancelled"; break; }
     std::optional<Config> c;
     while (next_first < first.size() && !c) {
       const Config& x = first[next_first++];

@@ -110,6 +110,7 @@ TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o,
   Budget budget;
   budget.evaluations = o.budget;
   budget.seconds = o.time_limit_s;
+  budget.stop = o.stop;
   std::vector<Config> first;
   if (auto d = space.config_of(base.kernel.resolve({}))) first.push_back(*d);
   const SearchTrace t = run_search(*strategy, objective, budget, first);

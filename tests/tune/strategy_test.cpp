@@ -101,6 +101,16 @@ TEST_P(EachStrategy, BudgetsAreHonoured) {
     EXPECT_LE(*t.steps[t.best].objective, opt * 1.05);
     EXPECT_EQ(t.steps_to_within(opt, 0.05), static_cast<int>(t.steps.size()));
   }
+  {
+    // The stop hook (a cancelled tuning run) is asked before each evaluation.
+    auto st = make_strategy(GetParam(), s, 1);
+    int calls = 0;
+    Budget b{.evaluations = 1000};
+    b.stop = [&] { return calls >= 5; };
+    const SearchTrace t = run_search(*st, [&](const Config& c) { ++calls; return objective(s, c); }, b);
+    EXPECT_EQ(t.steps.size(), 5u);
+    EXPECT_EQ(t.stopped, "cancelled");
+  }
 }
 
 TEST_P(EachStrategy, FirstConfigurationsComeFirstAndAreNotRepeated) {
