@@ -13,6 +13,7 @@
 #include "kforge/error.hpp"
 #include "kforge/problem.hpp"
 #include "kforge/problem_file.hpp"
+#include "problem/file_problem.hpp"
 
 namespace kforge {
 
@@ -263,6 +264,8 @@ void run_gates(const EvalRequest& req, Backend& backend, EvalResult& r,
   }
 
   if (before_first_launch) {
+    // A problem file's native code, compiled on first use otherwise.
+    if (const auto* fp = dynamic_cast<const FileProblem*>(problem.get())) fp->load_native_code();
     // What the timed phase needs from files or compilers, fetched while they can be reached:
     // the cached ceilings and the micro-benchmarks' modules (the speed-of-light gate measures
     // the roof again with them).
