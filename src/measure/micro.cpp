@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string_view>
 
 #include "kforge/backend.hpp"
@@ -119,26 +120,33 @@ class Micro {
     return std::max(1, static_cast<int>(w));
   }
 
-  // Compiled once per backend and process, and kept: the speed-of-light gate measures the roof
-  // again inside the sandboxed worker, where no compiler can run and no file can be opened
-  // (prepare_micro_benchmarks compiles them all before).
+  // Compiled once per Micro; and once per process for a backend that prepare_micro_benchmarks
+  // pinned (the sandboxed worker's: the speed-of-light gate measures the roof again inside the
+  // sandbox, where no compiler can run and no file can be opened). Only pinned backends share
+  // the process-wide modules: another backend could later live at a freed one's address.
   Module* module(const std::string& entry) {
-    static std::mutex mutex;
-    static std::map<std::pair<const Backend*, std::string>, std::shared_ptr<Module>> modules;
-    std::lock_guard lock(mutex);
-    const auto key = std::pair{static_cast<const Backend*>(&b_), entry};
-    auto it = modules.find(key);
-    if (it != modules.end()) return it->second.get();
+    std::map<std::string, std::shared_ptr<Module>>* modules = &modules_;
+    std::unique_lock<std::mutex> lock;
+    if (pinned_.count(&b_)) {
+      lock = std::unique_lock(pinned_mutex_);
+      modules = &pinned_modules_[&b_];
+    }
+    auto it = modules->find(entry);
+    if (it != modules->end()) return it->second.get();
     std::shared_ptr<Module> m;
     try {
       m = b_.compile(source_, entry, {});
     } catch (const CompileError&) {
       // the device lacks this kind (e.g. no fp64): the figure stays 0
     }
-    return (modules[key] = m).get();
+    return ((*modules)[entry] = m).get();
   }
 
  public:
+  static void pin(const Backend& b) {
+    std::lock_guard lock(pinned_mutex_);
+    pinned_.insert(&b);
+  }
   void compile_all() {
     for (const char* e : {"probe_workers", "read", "write", "copy", "triad", "write_nt", "copy_nt", "triad_nt",
                           "peak_fp64", "peak_fp32", "peak_fp16", "peak_bf16", "peak_int8"})
@@ -155,6 +163,10 @@ class Micro {
   const std::function<void(const std::string&)>& progress_;
   std::string source_;
   int workers_ = 1;
+  std::map<std::string, std::shared_ptr<Module>> modules_;
+  static inline std::mutex pinned_mutex_;
+  static inline std::set<const Backend*> pinned_;
+  static inline std::map<const Backend*, std::map<std::string, std::shared_ptr<Module>>> pinned_modules_;
 };
 
 Compute peaks(Micro& m, bool one) {
@@ -225,6 +237,7 @@ Ceilings measure_ceilings(Backend& b, const std::function<void(const std::string
 void prepare_micro_benchmarks(Backend& b) {
   if (!b.can_run()) return;
   const std::function<void(const std::string&)> quiet;
+  Micro::pin(b);
   Micro(b, quiet).compile_all();
 }
 
