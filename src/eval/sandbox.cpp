@@ -118,6 +118,9 @@ const char* special_name(long nr) {
   if (nr == __NR_clone) return "clone (a process, not a thread)";
   if (nr == __NR_kill) return "kill (another process)";
   if (nr == __NR_tgkill) return "tgkill (another process)";
+  if (nr == __NR_rt_sigqueueinfo) return "rt_sigqueueinfo (another process)";
+  if (nr == __NR_rt_tgsigqueueinfo) return "rt_tgsigqueueinfo (another process)";
+  if (nr == __NR_prlimit64) return "prlimit64 (another process)";
   return nullptr;
 }
 
@@ -261,8 +264,19 @@ Program build(const SandboxPolicy& policy) {
     stmt(p, BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
     stmt(p, BPF_RET | BPF_K, SECCOMP_RET_TRAP);
   }
-  // tgkill: a thread of this process (pthread_kill, raise).
+  // tgkill, and signals with data: a thread of this process (pthread_kill, raise,
+  // sigqueue to itself).
   only_if_first_arg_is(p, __NR_tgkill, self);
+  only_if_first_arg_is(p, __NR_rt_sigqueueinfo, self);
+  only_if_first_arg_is(p, __NR_rt_tgsigqueueinfo, self);
+  // prlimit64: this process's own limits (pid 0, as glibc's getrlimit and setrlimit pass, or its
+  // own pid), never another's (lowering kforge's limits).
+  jump(p, BPF_JMP | BPF_JEQ | BPF_K, __NR_prlimit64, 0, 5);
+  stmt(p, BPF_LD | BPF_W | BPF_ABS, kArg0);
+  jump(p, BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0);
+  jump(p, BPF_JMP | BPF_JEQ | BPF_K, self, 0, 1);
+  stmt(p, BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  stmt(p, BPF_RET | BPF_K, SECCOMP_RET_TRAP);
   // The SIGSYS handler is the sandbox's report: replacing it (or asking for it) ends the
   // process at once; the handler itself ends the process this way.
   jump(p, BPF_JMP | BPF_JEQ | BPF_K, __NR_rt_sigaction, 0, 4);

@@ -93,6 +93,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Hostile{"write_file.cpp", "openat \"/tmp/kforge-hostile-write.txt\""},
                       Hostile{"socket.cpp", "socket"},
                       Hostile{"kill_parent.cpp", "kill (another process)"},
+                      Hostile{"limits_parent.cpp", "prlimit64 (another process)"},
                       // Its own SIGSYS handler is refused: the process ends at once, unnamed.
                       Hostile{"replaces_sigsys_handler.cpp", ""}),
     [](const ::testing::TestParamInfo<Hostile>& info) {
