@@ -42,9 +42,9 @@ struct Eval {
 // `kforge eval` of `source` (relative to the checkout) from the checkout's root, so that a
 // relative path a kernel opens resolves there.
 Eval eval(const std::string& source, const std::string& args, const std::string& extra = "",
-          const std::string& env = "") {
+          const std::string& env = "", const std::string& problem = "gemm") {
   const std::string cmd = "cd '" + kRoot + "' && " + (env.empty() ? "" : "env " + env + " ") + "'" +
-                          KFORGE_CLI_PATH + "' eval --problem gemm --source '" + source + "' " + args +
+                          KFORGE_CLI_PATH + "' eval --problem '" + problem + "' --source '" + source + "' " + args +
                           " " + extra + " --timeout 60 --json";
   Eval r{test::run_command(cmd)};
   try {
@@ -127,6 +127,22 @@ TEST(Sandbox, OffTheHostileActsSucceedAndTheKernelsPass) {
   EXPECT_EQ(s.disposition(), "passed") << s.summary();
 }
 
+// A problem file's reference runs in forked children of the worker: fork stays allowed there,
+// the rest of the sandbox holds, and a correct kernel passes, timed beside the file's baseline.
+TEST(Sandbox, ProblemFileKeepsItsReferenceAndTheRestOfTheSandbox) {
+  const std::string args = "--entry gemm --lang cpp --grid 'ceil_div(M,16)' --size M=64,N=64,K=64";
+  const std::string problem = "examples/problems/gemm.json";
+  const Eval ok = eval("examples/naive_gemm.cpp", args, "--bench", "", problem);
+  EXPECT_EQ(ok.disposition(), "passed") << ok.summary();
+  EXPECT_GT(ok.doc.value("median_s", 0.0), 0.0) << ok.summary();
+  const Eval sock = eval("tests/data/hostile/socket.cpp", args, "", "", problem);
+  EXPECT_EQ(sock.disposition(), "crashed") << sock.summary();
+  EXPECT_NE(sock.error().find("forbidden system call: socket"), std::string::npos) << sock.summary();
+  const Eval read = eval("tests/data/hostile/read_file.cpp", args, "", "", problem);
+  EXPECT_NE(read.error().find("forbidden system call: openat \"/etc/passwd\""), std::string::npos)
+      << read.summary();
+}
+
 // Correct kernels pass under the sandbox, verified and timed: the cpu backend's thread pool,
 // OpenBLAS's baseline threads, the speed-of-light gate and the ceilings all work inside it.
 TEST(Sandbox, CorrectCpuKernelPassesAndIsTimed) {
@@ -155,6 +171,7 @@ TEST(Sandbox, ClockReadToDetectTimingIsCaughtByVerification) {
   const Eval r = eval("tests/data/hostile/clock_when_timed.cpp",
                       "--lang cpp --grid 'ceil_div(M,16)' --size M=128,N=128,K=128", "--bench");
   EXPECT_EQ(r.disposition(), "incorrect") << r.summary();
+  EXPECT_EQ(r.failed_check(), "timed_outputs") << r.summary();
 }
 
 // State kept between launches in the kernel's globals, replayed later: caught by verification
