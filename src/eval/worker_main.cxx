@@ -34,8 +34,10 @@ int main(int argc, char** argv) {
     // needs from outside the process is at hand (evaluate's before_first_launch), before the
     // kernel first runs. A problem file's reference runs forked: it keeps fork. PoCL compiles
     // lazily into its disk cache: opencl keeps the file family (sandbox.hpp).
+    // Not for cuda: the candidate is device code only (NVRTC), which makes no system call on the
+    // host, and what the CUDA driver does at a launch could not be tried under the filter here.
     std::function<void()> enter;
-    if (sandbox)
+    if (sandbox && req.backend != "cuda")
       enter = [&req] {
         kforge::enter_sandbox({.allow_fork = !req.problem_file.empty(), .allow_files = req.backend == "opencl"});
       };
