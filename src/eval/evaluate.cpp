@@ -306,7 +306,8 @@ void run_gates(const EvalRequest& req, Backend& backend, EvalResult& r,
 
 }  // namespace
 
-EvalResult evaluate(const EvalRequest& req, Backend& backend, const std::function<void()>& before_first_launch) {
+EvalResult evaluate(const EvalRequest& req, Backend& backend,
+                    const std::function<void()>& before_first_launch) {
   EvalResult r;
   r.problem = req.problem;
   r.kernel = req.kernel.name;

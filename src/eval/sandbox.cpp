@@ -74,25 +74,26 @@ const std::vector<Denied>& denied_calls() {
 #ifdef __NR_creat
       KF_DENY_FILE(creat),
 #endif
-      KF_DENY_FILE(openat), KF_DENY_FILE(openat2), KF_DENY_FILE(open_by_handle_at), KF_DENY_FILE(name_to_handle_at),
-      KF_DENY_FILE(memfd_create), KF_DENY_FILE(truncate),
+      KF_DENY_FILE(openat), KF_DENY_FILE(openat2), KF_DENY_FILE(open_by_handle_at),
+      KF_DENY_FILE(name_to_handle_at), KF_DENY_FILE(memfd_create), KF_DENY_FILE(truncate),
 #ifdef __NR_mknod
       KF_DENY_FILE(mknod),
 #endif
       KF_DENY_FILE(mknodat),
 #ifdef __NR_link
-      KF_DENY_FILE(link), KF_DENY_FILE(symlink), KF_DENY_FILE(unlink), KF_DENY_FILE(rename), KF_DENY_FILE(mkdir),
-      KF_DENY_FILE(rmdir), KF_DENY_FILE(chmod), KF_DENY_FILE(chown), KF_DENY_FILE(lchown), KF_DENY_FILE(utime),
-      KF_DENY_FILE(utimes), KF_DENY_FILE(futimesat),
+      KF_DENY_FILE(link), KF_DENY_FILE(symlink), KF_DENY_FILE(unlink), KF_DENY_FILE(rename),
+      KF_DENY_FILE(mkdir), KF_DENY_FILE(rmdir), KF_DENY_FILE(chmod), KF_DENY_FILE(chown),
+      KF_DENY_FILE(lchown), KF_DENY_FILE(utime), KF_DENY_FILE(utimes), KF_DENY_FILE(futimesat),
 #endif
-      KF_DENY_FILE(linkat), KF_DENY_FILE(symlinkat), KF_DENY_FILE(unlinkat), KF_DENY_FILE(renameat2), KF_DENY_FILE(mkdirat),
-      KF_DENY_FILE(fchmodat), KF_DENY_FILE(fchownat), KF_DENY_FILE(utimensat),
+      KF_DENY_FILE(linkat), KF_DENY_FILE(symlinkat), KF_DENY_FILE(unlinkat), KF_DENY_FILE(renameat2),
+      KF_DENY_FILE(mkdirat), KF_DENY_FILE(fchmodat), KF_DENY_FILE(fchownat), KF_DENY_FILE(utimensat),
 #ifdef __NR_renameat
       KF_DENY_FILE(renameat),
 #endif
-      KF_DENY_FILE(chroot), KF_DENY_FILE(mount), KF_DENY_FILE(umount2), KF_DENY_FILE(pivot_root),
-      KF_DENY_FILE(fsopen), KF_DENY_FILE(fsmount), KF_DENY_FILE(fspick), KF_DENY_FILE(open_tree), KF_DENY_FILE(move_mount),
       KF_DENY_FILE(inotify_init1), KF_DENY_FILE(fanotify_init),
+      // Changing what the file system is (refused even where files are allowed).
+      KF_DENY(chroot), KF_DENY(mount), KF_DENY(umount2), KF_DENY(pivot_root), KF_DENY(fsopen),
+      KF_DENY(fsmount), KF_DENY(fspick), KF_DENY(open_tree), KF_DENY(move_mount),
       // io_uring opens files and sockets without the calls above.
       KF_DENY(io_uring_setup), KF_DENY(io_uring_enter), KF_DENY(io_uring_register),
       // The network, and local sockets to other processes.
