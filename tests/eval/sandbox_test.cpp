@@ -15,6 +15,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kforge/backend.hpp"
+#include "kforge/evaluate.hpp"
+#include "kforge/kernel.hpp"
+#include "kforge/sandbox.hpp"
 #include "test_util.hpp"
 
 namespace kforge {
@@ -125,6 +129,25 @@ TEST(Sandbox, OffTheHostileActsSucceedAndTheKernelsPass) {
   EXPECT_EQ(r.disposition(), "passed") << r.summary();
   const Eval s = eval("tests/data/hostile/socket.cpp", kGemm64, "--no-sandbox");
   EXPECT_EQ(s.disposition(), "passed") << s.summary();
+}
+
+// Library kernels run in-process, with no sandbox: evaluate() in this process leaves it free to
+// open files and start processes afterwards.
+TEST(Sandbox, InProcessEvaluationIsNotSandboxed) {
+  const nlohmann::json spec = {{"name", "naive"}, {"problem", "gemm"}, {"lang", "cpp"}, {"entry", "gemm"},
+                               {"dtypes", {"fp32"}}, {"grid", {"ceil_div(M, 16)"}}};
+  EvalRequest req;
+  req.problem = "gemm";
+  req.kernel = KernelSpec::from_json_with_source(spec, test::data_file("naive_gemm.cpp"));
+  req.sizes = {{"M", 37}, {"N", 29}, {"K", 41}};
+  req.backend_options.threads = 2;
+  const auto backend = make_backend("cpu", req.backend_options);
+  const EvalResult r = evaluate(req, *backend);
+  EXPECT_EQ(r.disposition, Disposition::passed) << r.error;
+  EXPECT_FALSE(sandboxed());
+  EXPECT_TRUE(std::filesystem::exists(test::data_path("naive_gemm.cpp")));
+  EXPECT_FALSE(test::data_file("naive_gemm.cpp").empty());  // an open still works
+  EXPECT_EQ(test::run_command("true").exit_code, 0);           // and so does a process
 }
 
 // A problem file's reference runs in forked children of the worker: fork stays allowed there,
