@@ -3,6 +3,7 @@
 //   invalid_config -> compile_error -> not_supported -> crashed/timeout -> incorrect or
 //   nondeterministic -> (timed) suspect -> passed
 // A failed gate stops the evaluation, never the run.
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -71,13 +72,21 @@ struct EvalResult {
 };
 
 // Runs in this process: for kforge's own kernels, which are trusted not to crash it.
-[[nodiscard]] EvalResult evaluate(const EvalRequest& req, Backend& backend);
+// `before_first_launch` (the worker's sandbox) is called once the kernel is compiled and loaded
+// and what kforge's own code needs from outside the process is at hand (the ceilings, the
+// micro-benchmarks' modules, when timing), before the kernel first runs; not when a gate fails
+// before that.
+[[nodiscard]] EvalResult evaluate(const EvalRequest& req, Backend& backend,
+                                  const std::function<void()>& before_first_launch = {});
 
 // Runs in a kforge-worker subprocess under `limits`: for any source not built into kforge.
 // A segfault, an abort, an endless loop or a memory hog becomes a disposition.
 struct IsolationLimits {
   double timeout_s = 120;
   long long memory_bytes = 8ll << 30;  // address space; not applied to cuda (see isolate.cpp)
+  // The worker's seccomp sandbox (sandbox.hpp); off: `kforge eval --no-sandbox`, or
+  // KFORGE_NO_SANDBOX=1 in the environment (read by the worker), for debugging.
+  bool sandbox = true;
 };
 [[nodiscard]] EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limits = {});
 

@@ -189,6 +189,9 @@ struct Ceilings {
 // host's bandwidth swings 1.5x from one minute to the next (triad 40-68 GB/s on the 2-core
 // EPYC): the cached ceilings keep the best minute ever seen, this is the minute a kernel ran in.
 [[nodiscard]] Bandwidth measure_bandwidth(Backend& b, MemoryLevel level, int launches = 5);
+// Compiles every micro-benchmark on `b` now and keeps the modules for the process's life, so
+// that later measurements compile nothing (the sandboxed worker can run no compiler).
+void prepare_micro_benchmarks(Backend& b);
 // The roof a result beat, measured again now for its own data: STREAM's kernels on arrays that
 // together hold `bytes` (hot: swept repeatedly, so they sit where the kernel's data sat; cold:
 // DRAM's arrays), and the peak of `dtype`, each `rounds` times on all threads. The figures are

@@ -86,7 +86,11 @@ void add_eval(CLI::App& app, int& code) {
   cmd->add_flag("--bench", o->bench, "time it after it passes");
   cmd->add_option("--timeout", o->timeout_s, "seconds before the worker is killed")->capture_default_str();
   cmd->add_option("--memory", o->memory_gib, "GiB of address space the worker may use")->capture_default_str();
-  cmd->callback([o, &code] {
+  auto no_sandbox = std::make_shared<bool>(false);
+  cmd->add_flag("--no-sandbox", *no_sandbox,
+                "run the kernel without the worker's seccomp sandbox (for debugging; "
+                "KFORGE_NO_SANDBOX=1 does the same for every command)");
+  cmd->callback([o, no_sandbox, &code] {
     const auto problem = find_problem(o->problem);
     const KernelSpec k = candidate_spec(*o, *problem);
     const std::string backend = o->backends.empty() ? backend_for(k.lang) : o->backends;
@@ -94,7 +98,8 @@ void add_eval(CLI::App& app, int& code) {
     req.bench = o->bench;
     req.baseline = o->bench;
     const auto r = evaluate_isolated(req, {.timeout_s = o->timeout_s,
-                                           .memory_bytes = static_cast<long long>(o->memory_gib * (1ll << 30))});
+                                           .memory_bytes = static_cast<long long>(o->memory_gib * (1ll << 30)),
+                                           .sandbox = !*no_sandbox});
     print_results({r}, o->json, o->bench);
     code = exit_code({r});
   });

@@ -1,5 +1,6 @@
 // Evaluation in a kforge-worker subprocess: the request goes in on stdin as JSON, the result
 // comes back on stdout; a death or a hang of the worker is turned into a disposition here.
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include "kforge/error.hpp"
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
+#include "kforge/sandbox.hpp"
 
 namespace kforge {
 namespace {
@@ -45,7 +47,9 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
       // an unknown name: the worker reports it
     }
   }
-  const ProcessResult p = run_process({worker_path()}, sent.to_json().dump(),
+  std::vector<std::string> argv{worker_path()};
+  if (!limits.sandbox) argv.emplace_back("--no-sandbox");
+  const ProcessResult p = run_process(argv, sent.to_json().dump(),
                                       {.timeout_s = limits.timeout_s, .memory_bytes = memory});
   std::string unreadable;
   if (p.ok()) {
@@ -72,6 +76,19 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
     r.disposition = Disposition::timeout;
     r.error = fmt::format("the evaluation ran past its {:g} s", limits.timeout_s) +
               " limit and was killed (an endless loop or a kernel far too slow)";
+  } else if (p.signal == SIGSYS) {
+    // The sandbox stopped a forbidden system call (sandbox.cpp); its report is dropped from
+    // the stderr shown, the kernel's own output kept.
+    r.disposition = Disposition::crashed;
+    r.error = sandbox_violation(p.err);
+    std::string rest;
+    for (std::size_t at = 0; at < p.err.size();) {
+      const std::size_t nl = std::min(p.err.find('\n', at), p.err.size());
+      const std::string line = p.err.substr(at, nl - at);
+      if (!line.empty() && line.rfind(kSandboxMarker, 0) != 0) rest += line + "\n";
+      at = nl + 1;
+    }
+    if (!rest.empty()) r.error += ": " + tail(rest);
   } else {
     r.disposition = Disposition::crashed;
     r.error = unreadable.empty() ? "the worker running the kernel " + p.describe()

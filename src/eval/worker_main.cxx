@@ -3,14 +3,23 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <iterator>
 
 #include "kforge/error.hpp"
 #include "kforge/evaluate.hpp"
+#include "kforge/sandbox.hpp"
 #include "kforge/util.hpp"
 
-int main() {
+// `kforge-worker --no-sandbox` (kforge eval --no-sandbox) or KFORGE_NO_SANDBOX=1 runs the kernel
+// without the seccomp filter, for debugging a kernel that the sandbox stops.
+int main(int argc, char** argv) {
+  bool sandbox = true;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--no-sandbox") == 0) sandbox = false;
+  if (const char* e = std::getenv("KFORGE_NO_SANDBOX"); e && *e && std::strcmp(e, "0") != 0) sandbox = false;
   kforge::keep_freed_memory();
   // The kernel may print; keep fd 1 for the result alone by moving its stdout to stderr.
   const int result_fd = dup(1);
@@ -21,7 +30,18 @@ int main() {
   try {
     const auto req = kforge::EvalRequest::from_json(nlohmann::json::parse(input));
     auto backend = kforge::make_backend(req.backend, req.backend_options);
-    out = kforge::evaluate(req, *backend).to_json();
+    // The filter goes on once the kernel is compiled and loaded and everything kforge's own code
+    // needs from outside the process is at hand (evaluate's before_first_launch), before the
+    // kernel first runs. A problem file's reference runs forked: it keeps fork. PoCL compiles
+    // lazily into its disk cache: opencl keeps the file family (sandbox.hpp).
+    // Not for cuda: the candidate is device code only (NVRTC), which makes no system call on the
+    // host, and what the CUDA driver does at a launch could not be tried under the filter here.
+    std::function<void()> enter;
+    if (sandbox && req.backend != "cuda")
+      enter = [&req] {
+        kforge::enter_sandbox({.allow_fork = !req.problem_file.empty(), .allow_files = req.backend == "opencl"});
+      };
+    out = kforge::evaluate(req, *backend, enter).to_json();
   } catch (const kforge::ProblemError& e) {
     out = {{"problem_error", e.what()}};  // the problem's fault: the caller exits 2, not "crashed"
   } catch (const std::exception& e) {

@@ -2,6 +2,8 @@
 // (one file per fingerprint under the cache folder) that spares re-measuring.
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include <fmt/format.h>
@@ -9,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "kforge/backend.hpp"
+#include "kforge/error.hpp"
 #include "kforge/measure.hpp"
+#include "kforge/sandbox.hpp"
 #include "kforge/util.hpp"
 
 namespace kforge {
@@ -92,7 +96,26 @@ std::string ceilings_cache_path(Backend& b) {
 
 Ceilings ceilings(Backend& b, bool remeasure,
                   const std::function<void(const std::string&)>& progress) {
-  const std::filesystem::path path = ceilings_cache_path(b);
+  // Kept for the process's life: the sandboxed worker, which can open no file, reads the ones
+  // it loaded before the sandbox (evaluate.cpp), and keeps what it measures again in memory.
+  static std::mutex mutex;
+  static std::map<std::string, Ceilings> loaded;  // by cache path
+  const std::string path = ceilings_cache_path(b);
+  const auto keep = [&](const Ceilings& c) {
+    std::lock_guard lock(mutex);
+    return loaded[path] = c;
+  };
+  if (sandboxed()) {
+    std::unique_lock lock(mutex);
+    const auto it = loaded.find(path);
+    if (it == loaded.end()) throw NotSupported("the ceilings were not loaded before the sandbox");
+    if (!remeasure) return it->second;
+    lock.unlock();
+    Ceilings c = measure_ceilings(b, progress);
+    lock.lock();
+    c.keep_best(loaded.at(path));
+    return loaded[path] = c;
+  }
   if (!remeasure && std::filesystem::exists(path)) {
     try {
       const auto j = nlohmann::json::parse(read_file(path));
@@ -102,7 +125,7 @@ Ceilings ceilings(Backend& b, bool remeasure,
         // are written with them (and shown by `kforge ceilings`), so they are not re-measured
         // on every run, nor trusted silently.
         const auto doubts = c.doubts();
-        if (doubts.empty() || j.value("doubts", std::vector<std::string>{}) == doubts) return c;
+        if (doubts.empty() || j.value("doubts", std::vector<std::string>{}) == doubts) return keep(c);
       }
     } catch (const std::exception&) {
       // a damaged cache file: measure again
@@ -118,7 +141,7 @@ Ceilings ceilings(Backend& b, bool remeasure,
     }
   }
   write_file_atomic(path, c.to_json().dump(2));
-  return c;
+  return keep(c);
 }
 
 nlohmann::json Bandwidth::to_json() const {

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <mutex>
+#include <set>
+#include <string_view>
 
 #include "kforge/backend.hpp"
 #include "kforge/error.hpp"
@@ -117,17 +120,40 @@ class Micro {
     return std::max(1, static_cast<int>(w));
   }
 
+  // Compiled once per Micro; and once per process for a backend that prepare_micro_benchmarks
+  // pinned (the sandboxed worker's: the speed-of-light gate measures the roof again inside the
+  // sandbox, where no compiler can run and no file can be opened). Only pinned backends share
+  // the process-wide modules: another backend could later live at a freed one's address.
   Module* module(const std::string& entry) {
-    auto it = modules_.find(entry);
-    if (it != modules_.end()) return it->second.get();
+    std::map<std::string, std::shared_ptr<Module>>* modules = &modules_;
+    std::unique_lock<std::mutex> lock;
+    if (pinned_.count(&b_)) {
+      lock = std::unique_lock(pinned_mutex_);
+      modules = &pinned_modules_[&b_];
+    }
+    auto it = modules->find(entry);
+    if (it != modules->end()) return it->second.get();
     std::shared_ptr<Module> m;
     try {
       m = b_.compile(source_, entry, {});
     } catch (const CompileError&) {
       // the device lacks this kind (e.g. no fp64): the figure stays 0
     }
-    return (modules_[entry] = m).get();
+    return ((*modules)[entry] = m).get();
   }
+
+ public:
+  static void pin(const Backend& b) {
+    std::lock_guard lock(pinned_mutex_);
+    pinned_.insert(&b);
+  }
+  void compile_all() {
+    for (const char* e : {"probe_workers", "read", "write", "copy", "triad", "write_nt", "copy_nt", "triad_nt",
+                          "peak_fp64", "peak_fp32", "peak_fp16", "peak_bf16", "peak_int8"})
+      if (cpu() || std::string_view(e).find("_nt") == std::string_view::npos) (void)module(e);
+  }
+
+ private:
 
   void tell(const std::string& what) {
     if (progress_) progress_(what);
@@ -138,6 +164,9 @@ class Micro {
   std::string source_;
   int workers_ = 1;
   std::map<std::string, std::shared_ptr<Module>> modules_;
+  static inline std::mutex pinned_mutex_;
+  static inline std::set<const Backend*> pinned_;
+  static inline std::map<const Backend*, std::map<std::string, std::shared_ptr<Module>>> pinned_modules_;
 };
 
 Compute peaks(Micro& m, bool one) {
@@ -203,6 +232,13 @@ Ceilings measure_ceilings(Backend& b, const std::function<void(const std::string
   }
   c.measure_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return c;
+}
+
+void prepare_micro_benchmarks(Backend& b) {
+  if (!b.can_run()) return;
+  const std::function<void(const std::string&)> quiet;
+  Micro::pin(b);
+  Micro(b, quiet).compile_all();
 }
 
 Bandwidth measure_bandwidth(Backend& b, MemoryLevel level, int launches) {

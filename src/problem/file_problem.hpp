@@ -38,6 +38,9 @@ class FileProblem final : public Problem {
   std::string baseline_name() const override;
   std::vector<std::string> kernel_specs() const override;
   std::string source_file() const override { return f_.path; }
+  // Compiles and loads the reference, conditioning hook and baseline now (they are otherwise
+  // compiled on first use): the sandboxed worker can run no compiler once the kernel runs.
+  void load_native_code() const;
 
  private:
   ProblemFile f_;

@@ -167,6 +167,12 @@ void FileProblem::reference(const Instance& in, std::vector<std::vector<double>>
   }
 }
 
+void FileProblem::load_native_code() const {
+  (void)reference_->symbol("kforge_reference");
+  if (condition_) (void)condition_->symbol("kforge_condition");
+  if (baseline_) (void)baseline_->symbol("kforge_baseline");
+}
+
 std::function<void()> FileProblem::baseline(const Instance& in, int threads) const {
   if (!baseline_) return {};
   auto fn = reinterpret_cast<BaselineFn>(baseline_->symbol("kforge_baseline"));

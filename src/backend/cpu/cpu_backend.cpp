@@ -74,12 +74,18 @@ const std::string& prelude_text() {
   return text;
 }
 
-std::string cpu_model() {
+std::string read_cpu_model() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
   while (std::getline(in, line))
     if (line.rfind("model name", 0) == 0) return trim(line.substr(line.find(':') + 1));
   return "unknown CPU";
+}
+
+// Read once: the sandboxed worker cannot open /proc/cpuinfo, and the name names the cached ceilings.
+std::string cpu_model() {
+  static const std::string model = read_cpu_model();
+  return model;
 }
 
 class CpuBackend final : public Backend {

@@ -1,0 +1,225 @@
+// The worker's sandbox (include/kforge/sandbox.hpp): hostile candidates (tests/data/hostile/)
+// that start processes, open files or sockets, or signal kforge go through `kforge eval` and
+// must end `crashed`, with the forbidden call named; the same candidates run with the sandbox
+// off show that the hostile act, not a bug, is what stops them; correct kernels (cpu with its
+// thread pool and OpenBLAS baseline, OpenCL on PoCL's threads) still pass and are timed; and
+// candidates that keep state between launches or read the clock to detect timing are caught
+// by verification (the sandbox cannot stop a clock read, see docs/commands/eval.md).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/backend.hpp"
+#include "kforge/evaluate.hpp"
+#include "kforge/kernel.hpp"
+#include "kforge/sandbox.hpp"
+#include "test_util.hpp"
+
+namespace kforge {
+namespace {
+
+using json = nlohmann::json;
+
+const std::string kRoot = std::filesystem::path(KFORGE_TEST_DATA).parent_path().parent_path().string();
+const char* const kGemm64 = "--lang cpp --grid 'ceil_div(M,16)' --size M=64,N=64,K=64";
+
+struct Eval {
+  test::CommandResult cmd;
+  json doc = json::object();
+  [[nodiscard]] std::string disposition() const { return doc.value("disposition", std::string("?")); }
+  [[nodiscard]] std::string error() const { return doc.value("error", std::string()); }
+  [[nodiscard]] std::string failed_check() const {
+    return doc.value("verify", json::object()).value("failed_check", std::string());
+  }
+  [[nodiscard]] std::string summary() const {
+    return "disposition " + disposition() + ", failed_check '" + failed_check() + "', error: " + error() +
+           "\nstderr: " + cmd.err.substr(0, 2000);
+  }
+};
+
+// `kforge eval` of `source` (relative to the checkout) from the checkout's root, so that a
+// relative path a kernel opens resolves there.
+Eval eval(const std::string& source, const std::string& args, const std::string& extra = "",
+          const std::string& env = "", const std::string& problem = "gemm") {
+  const std::string cmd = "cd '" + kRoot + "' && " + (env.empty() ? "" : "env " + env + " ") + "'" +
+                          KFORGE_CLI_PATH + "' eval --problem '" + problem + "' --source '" + source + "' " + args +
+                          " " + extra + " --timeout 60 --json";
+  Eval r{test::run_command(cmd)};
+  try {
+    r.doc = json::parse(r.cmd.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << source << ": not JSON (" << e.what() << "):\n" << r.cmd.out << "\nstderr:\n" << r.cmd.err;
+  }
+  return r;
+}
+
+// The verification's checks include a passed timed_outputs (every timed run's outputs).
+bool timed_outputs_checked(const Eval& r) {
+  for (const auto& c : r.doc.value("verify", json::object()).value("checks", json::array()))
+    if (c.value("name", std::string()) == "timed_outputs") return c.value("passed", false);
+  return false;
+}
+
+struct Hostile {
+  std::string file;  // in tests/data/hostile/
+  std::string call;  // what the error must name ("" when the call cannot be named)
+};
+
+void PrintTo(const Hostile& h, std::ostream* os) { *os << h.file; }
+
+class HostileCandidate : public ::testing::TestWithParam<Hostile> {};
+
+TEST_P(HostileCandidate, IsStoppedAndTheCallNamed) {
+  const Hostile& h = GetParam();
+  const Eval r = eval("tests/data/hostile/" + h.file, kGemm64);
+  EXPECT_EQ(r.disposition(), "crashed") << r.summary();
+  EXPECT_NE(r.error().find("the kernel made a forbidden system call"), std::string::npos) << r.summary();
+  EXPECT_NE(r.error().find("(sandbox:"), std::string::npos) << r.summary();
+  if (!h.call.empty()) EXPECT_NE(r.error().find(": " + h.call), std::string::npos) << r.summary();
+  EXPECT_FALSE(r.doc.contains("verify") && r.doc["verify"].value("passed", false)) << r.summary();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sandbox, HostileCandidate,
+    ::testing::Values(Hostile{"fork_bomb.cpp", "clone (a process, not a thread)"},
+                      // posix_spawn blocks every signal around its clone: the kernel then ends
+                      // the process with SIGSYS before the handler could name the call.
+                      Hostile{"system_shell.cpp", ""},
+                      Hostile{"execve.cpp", "execve"},
+                      Hostile{"read_file.cpp", "openat \"/etc/passwd\""},
+                      Hostile{"read_reference_source.cpp", "openat \"kernels/gemm/problem.cpp\""},
+                      Hostile{"write_file.cpp", "openat \"/tmp/kforge-hostile-write.txt\""},
+                      Hostile{"socket.cpp", "socket"},
+                      Hostile{"kill_parent.cpp", "kill (another process)"},
+                      Hostile{"limits_parent.cpp", "prlimit64 (another process)"},
+                      // Its own SIGSYS handler is refused: the process ends at once, unnamed.
+                      Hostile{"replaces_sigsys_handler.cpp", ""}),
+    [](const ::testing::TestParamInfo<Hostile>& info) {
+      std::string n = info.param.file.substr(0, info.param.file.find('.'));
+      return n;
+    });
+
+// Nothing the stopped candidates tried reached the file system.
+TEST(Sandbox, StoppedWritesLeaveNoFile) {
+  const std::string written = "/tmp/kforge-hostile-write.txt", shell = "/tmp/kforge-hostile-system.txt";
+  std::remove(written.c_str());
+  std::remove(shell.c_str());
+  EXPECT_EQ(eval("tests/data/hostile/write_file.cpp", kGemm64).disposition(), "crashed");
+  EXPECT_EQ(eval("tests/data/hostile/system_shell.cpp", kGemm64).disposition(), "crashed");
+  EXPECT_FALSE(std::filesystem::exists(written));
+  EXPECT_FALSE(std::filesystem::exists(shell));
+}
+
+// With the sandbox off (the debugging switch), the same candidates do what they try and pass:
+// the sandbox, not a bug of theirs, is what stopped them above.
+TEST(Sandbox, OffTheHostileActsSucceedAndTheKernelsPass) {
+  const std::string written = "/tmp/kforge-hostile-write.txt";
+  std::remove(written.c_str());
+  const Eval w = eval("tests/data/hostile/write_file.cpp", kGemm64, "--no-sandbox");
+  EXPECT_EQ(w.disposition(), "passed") << w.summary();
+  EXPECT_TRUE(std::filesystem::exists(written)) << "the file was not written with the sandbox off";
+  std::remove(written.c_str());
+  const Eval r = eval("tests/data/hostile/read_reference_source.cpp", kGemm64, "", "KFORGE_NO_SANDBOX=1");
+  EXPECT_EQ(r.disposition(), "passed") << r.summary();
+  const Eval s = eval("tests/data/hostile/socket.cpp", kGemm64, "--no-sandbox");
+  EXPECT_EQ(s.disposition(), "passed") << s.summary();
+}
+
+// Library kernels run in-process, with no sandbox: evaluate() in this process leaves it free to
+// open files and start processes afterwards.
+TEST(Sandbox, InProcessEvaluationIsNotSandboxed) {
+  const nlohmann::json spec = {{"name", "naive"}, {"problem", "gemm"}, {"lang", "cpp"}, {"entry", "gemm"},
+                               {"dtypes", {"fp32"}}, {"grid", {"ceil_div(M, 16)"}}};
+  EvalRequest req;
+  req.problem = "gemm";
+  req.kernel = KernelSpec::from_json_with_source(spec, test::data_file("naive_gemm.cpp"));
+  req.sizes = {{"M", 37}, {"N", 29}, {"K", 41}};
+  req.backend_options.threads = 2;
+  const auto backend = make_backend("cpu", req.backend_options);
+  const EvalResult r = evaluate(req, *backend);
+  EXPECT_EQ(r.disposition, Disposition::passed) << r.error;
+  EXPECT_FALSE(sandboxed());
+  EXPECT_TRUE(std::filesystem::exists(test::data_path("naive_gemm.cpp")));
+  EXPECT_FALSE(test::data_file("naive_gemm.cpp").empty());  // an open still works
+  EXPECT_EQ(test::run_command("true").exit_code, 0);           // and so does a process
+}
+
+// A problem file's reference runs in forked children of the worker: fork stays allowed there,
+// the rest of the sandbox holds, and a correct kernel passes, timed beside the file's baseline.
+TEST(Sandbox, ProblemFileKeepsItsReferenceAndTheRestOfTheSandbox) {
+  const std::string args = "--entry gemm --lang cpp --grid 'ceil_div(M,16)' --size M=64,N=64,K=64";
+  const std::string problem = "examples/problems/gemm.json";
+  const Eval ok = eval("examples/naive_gemm.cpp", args, "--bench", "", problem);
+  EXPECT_EQ(ok.disposition(), "passed") << ok.summary();
+  EXPECT_GT(ok.doc.value("median_s", 0.0), 0.0) << ok.summary();
+  const Eval sock = eval("tests/data/hostile/socket.cpp", args, "", "", problem);
+  EXPECT_EQ(sock.disposition(), "crashed") << sock.summary();
+  EXPECT_NE(sock.error().find("forbidden system call: socket"), std::string::npos) << sock.summary();
+  const Eval read = eval("tests/data/hostile/read_file.cpp", args, "", "", problem);
+  EXPECT_NE(read.error().find("forbidden system call: openat \"/etc/passwd\""), std::string::npos)
+      << read.summary();
+}
+
+// Correct kernels pass under the sandbox, verified and timed: the cpu backend's thread pool,
+// OpenBLAS's baseline threads, the speed-of-light gate and the ceilings all work inside it.
+TEST(Sandbox, CorrectCpuKernelPassesAndIsTimed) {
+  const Eval r = eval("examples/naive_gemm.cpp", "--lang cpp --grid 'ceil_div(M,16)' --size M=300,N=200,K=77",
+                      "--bench");
+  ASSERT_EQ(r.disposition(), "passed") << r.summary();
+  EXPECT_GT(r.doc.value("median_s", 0.0), 0.0) << r.summary();
+  EXPECT_GT(r.doc.value("baseline", json::object()).value("median_s", 0.0), 0.0)
+      << "the OpenBLAS baseline ran inside the sandbox";
+  EXPECT_TRUE(timed_outputs_checked(r)) << r.summary();
+}
+
+TEST(Sandbox, CorrectOpenClKernelPassesAndIsTimed) {
+  const Eval r = eval("examples/naive_gemm.cl",
+                      "--lang opencl --grid 'ceil_div(N,16),ceil_div(M,16)' --block 16,16 --size M=300,N=200,K=77",
+                      "--bench");
+  if (r.disposition() == "not_supported") GTEST_SKIP() << "no OpenCL device: " << r.error();
+  ASSERT_EQ(r.disposition(), "passed") << r.summary();
+  EXPECT_GT(r.doc.value("median_s", 0.0), 0.0) << r.summary();
+  EXPECT_TRUE(timed_outputs_checked(r)) << r.summary();
+}
+
+// Reading the clock cannot be stopped (rdtsc and the vDSO's clock_gettime make no system
+// call); what a kernel does with it is checked: every timed run's outputs are verified.
+TEST(Sandbox, ClockReadToDetectTimingIsCaughtByVerification) {
+  const Eval r = eval("tests/data/hostile/clock_when_timed.cpp",
+                      "--lang cpp --grid 'ceil_div(M,16)' --size M=128,N=128,K=128", "--bench");
+  EXPECT_EQ(r.disposition(), "incorrect") << r.summary();
+  EXPECT_EQ(r.failed_check(), "timed_outputs") << r.summary();
+}
+
+// State kept between launches in the kernel's globals, replayed later: caught by verification
+// inside the sandbox as outside it (fresh inputs at fresh addresses, perturbation, and every
+// timed run's outputs checked).
+TEST(Sandbox, StateKeptBetweenLaunchesIsCaught) {
+  const Eval stale = eval("tests/verify/wrong/stale_replay.cpp", kGemm64);
+  EXPECT_EQ(stale.disposition(), "incorrect") << stale.summary();
+  const Eval lazy = eval("tests/verify/wrong/lazy_when_timed.cpp",
+                         "--lang cpp --grid 'ceil_div(M,16)' --size M=128,N=128,K=128", "--bench");
+  EXPECT_EQ(lazy.disposition(), "incorrect") << lazy.summary();
+  EXPECT_EQ(lazy.failed_check(), "timed_outputs") << lazy.summary();
+}
+
+// "Calling into the reference" through memory: a kernel that searches the heap for the
+// reference's output finds none while it is timed, because the timed runs' reference is
+// computed only after the last of them (evaluate.cpp). The same search during verification
+// finds trial 0's cached reference on its repeat: the search itself works.
+TEST(Sandbox, ReferenceOfTheTimedRunsIsNotInMemoryWhileTheyRun) {
+  const std::string f = "tests/data/hostile/reads_reference_when_timed.cpp";
+  const Eval timed = eval(f, kGemm64, "--bench");
+  EXPECT_EQ(timed.disposition(), "passed") << timed.summary();
+  const Eval always = eval(f, kGemm64, "--params SEARCH_ALWAYS=1");
+  EXPECT_EQ(always.failed_check(), "determinism") << always.summary();
+}
+
+}  // namespace
+}  // namespace kforge
