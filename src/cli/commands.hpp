@@ -13,5 +13,6 @@ void add_eval(CLI::App& app, int& code);
 void add_tune(CLI::App& app, int& code);
 void add_db(CLI::App& app, int& code);
 void add_agent(CLI::App& app, int& code);
+void add_kernelbench(CLI::App& app, int& code);
 
 }  // namespace kforge::cli
