@@ -30,6 +30,9 @@ except ImportError:  # pragma: no cover
     FakeTensorMode = None
 
 
+_CURRENT_FILE = [""]  # the problem file being served, for error locations
+
+
 class ProblemFault(Exception):
     """The problem file itself is at fault (it raises, or its sizes are refused)."""
 
@@ -74,6 +77,7 @@ def _size_sites(tree):
 class ProblemModule:
     def __init__(self, path):
         self.path = path
+        _CURRENT_FILE[0] = path
         with open(path, encoding="utf-8") as f:
             self.source = f.read()
         try:
@@ -121,8 +125,10 @@ def _call(what, fn, *args):
     except ProblemFault:
         raise
     except Exception as e:
-        tb = traceback.extract_tb(e.__traceback__)
-        where = f" (line {tb[-1].lineno})" if tb else ""
+        # The innermost line of the problem file itself, not of torch's code underneath.
+        own = [f for f in traceback.extract_tb(e.__traceback__) if f.filename.endswith(".py")
+               and os.path.basename(f.filename) == os.path.basename(_CURRENT_FILE[0])]
+        where = f" (at line {own[-1].lineno}: {own[-1].line})" if own else ""
         raise ProblemFault(f"{what} raised {type(e).__name__}: {e}{where}")
 
 
@@ -318,18 +324,22 @@ class Instance:
 
 
 def _observe_inputs(inst, samples=3):
-    """Integer and boolean inputs' observed ranges over a few real draws of get_inputs()."""
-    ranges = {}
-    if not any(not dt.is_floating_point for _, _, _, dt in inst.inputs):
-        return ranges
+    """Conditions for inputs, from a few real draws of get_inputs(): integer inputs keep the range
+    seen, boolean ones the share of ones seen; floating inputs that were never negative become
+    "positive" only where the reference needs it (it is not finite for signed values, and is
+    for get_inputs()' own)."""
+    ranges, lows, last = {}, {}, None
     for seed in range(samples):
         torch.manual_seed(seed)
         inputs = _call("get_inputs()", inst.ns["get_inputs"])
+        last = inputs
         for i, name, _, dt in inst.inputs:
             x = inputs[i]
-            if dt.is_floating_point or x.numel() == 0:
+            if x.numel() == 0:
                 continue
-            if dt == torch.bool:
+            if dt.is_floating_point:
+                lows[name] = min(lows.get(name, math.inf), float(x.min()))
+            elif dt == torch.bool:
                 p = float(x.double().mean())
                 lo, hi = ranges.get(name, (1.0, 0.0))
                 ranges[name] = (min(lo, p), max(hi, p))
@@ -346,6 +356,24 @@ def _observe_inputs(inst, samples=3):
             out[name] = {"kind": "flag", "p": min(max((lo + hi) / 2, 0.0), 1.0)}
         else:
             out[name] = {"kind": "index", "low": lo, "high": hi + 1}
+    nonneg = [name for name, lo in lows.items() if lo >= 0]
+    if nonneg and last is not None:
+        def finite(args):
+            model = inst.model(torch.float64)
+            try:
+                outs = inst.forward(model, args)
+            except ProblemFault:
+                return False
+            return all(bool(torch.isfinite(o).all()) for o in outs if o.is_floating_point())
+        own = [x.to(torch.float64) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in last]
+        signed = list(own)
+        gen = torch.Generator().manual_seed(1)
+        for i, name, shape, dt in inst.inputs:
+            if dt.is_floating_point:
+                signed[i] = torch.randn(shape, generator=gen, dtype=torch.float64)
+        if finite(own) and not finite(signed):
+            for name in nonneg:
+                out[name] = {"kind": "positive"}
     return out
 
 
@@ -513,7 +541,8 @@ class Server:
         if op == "describe":
             d = inst.describe()
             if req.get("observe", False):
-                d["conditions"] = _observe_inputs(inst)
+                d["conditions"] = _observe_inputs(inst) if req.get("draw", True) else {}
+                d["drawn"] = bool(req.get("draw", True))
                 d["flops"], d["length"], d["counted"] = _count(inst)
             return self.reply(d)
         if op == "reference":

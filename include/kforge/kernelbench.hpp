@@ -21,6 +21,8 @@ struct KbCheckResult {
   std::string status;  // passed, incorrect, compile_error, crashed, timeout
   int trials = 0, trials_passed = 0;
   double max_abs_diff = 0;  // over every trial, as KernelBench reports it
+  double time_s = 0;        // the kernel's median seconds on trial 0's inputs (KernelBench times
+                            // every candidate it runs, right or wrong)
   std::string detail;       // why it failed, in words
   [[nodiscard]] bool passed() const { return status == "passed"; }
 };
@@ -30,6 +32,6 @@ struct KbCheckResult {
 // |expected - got| <= atol + rtol * |got| everywhere, no NaN.
 [[nodiscard]] KbCheckResult kernelbench_check(const Problem& p, const KernelSpec& k, const std::string& backend,
                                               const std::vector<KbTrial>& trials, double atol, double rtol,
-                                              double timeout_s);
+                                              double timeout_s, int timed_runs = 20);
 
 }  // namespace kforge

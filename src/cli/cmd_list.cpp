@@ -162,6 +162,7 @@ void add_list(CLI::App& app, int& code) {
             std::string cond;
             if (t.contains("range")) cond = fmt::format("  indices in [{}, {})", t["range"][0].get<double>(), t["range"][1].get<double>());
             if (t.contains("p")) cond = fmt::format("  flags, p={:.3g}", t["p"].get<double>());
+            if (t.value("condition", std::string()) == "positive") cond = "  positive (the reference needs it)";
             fmt::print("      {:<4} {:<16} {:<8} {}{}\n", t["role"].get<std::string>(), t["name"].get<std::string>(),
                        t["dtype"].get<std::string>(), t["shape"].dump(), cond);
           }

@@ -28,6 +28,7 @@ struct Shared {
   int status = 0;  // 0 passed, 1 incorrect, 2 compile_error, 3 crashed (a thrown error)
   int trials_passed = 0;
   double max_abs_diff = 0;
+  double time_s = 0;
   char detail[2048] = {};
 };
 
@@ -36,7 +37,7 @@ void set_detail(Shared& s, const std::string& text) {
 }
 
 void run_trials(Shared& out, const Problem& p, const KernelSpec& k, const std::string& backend_name,
-                const std::vector<KbTrial>& trials, double atol, double rtol) {
+                const std::vector<KbTrial>& trials, double atol, double rtol, int timed_runs) {
   auto backend = make_backend(backend_name);
   const ParamValues params = k.resolve({});
   Defines defines;
@@ -75,12 +76,22 @@ void run_trials(Shared& out, const Problem& p, const KernelSpec& k, const std::s
   }
   out.status = all ? 0 : 1;
   set_detail(out, first_failure);
+  if (!trials.empty() && timed_runs > 0) {  // KernelBench's timing: warm-up, then the median
+    KernelRunner runner(*backend, *module, p, k.geometry(params, trials[0].inst.sizes));
+    runner.load(trials[0].inst, true);
+    for (int i = 0; i < 3; ++i) runner.launch();
+    std::vector<double> t;
+    for (int i = 0; i < timed_runs; ++i) t.push_back(runner.launch());
+    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+    out.time_s = t[t.size() / 2];
+  }
 }
 
 }  // namespace
 
 KbCheckResult kernelbench_check(const Problem& p, const KernelSpec& k, const std::string& backend,
-                                const std::vector<KbTrial>& trials, double atol, double rtol, double timeout_s) {
+                                const std::vector<KbTrial>& trials, double atol, double rtol, double timeout_s,
+                                int timed_runs) {
   KbCheckResult r;
   r.trials = static_cast<int>(trials.size());
   void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -94,7 +105,7 @@ KbCheckResult kernelbench_check(const Problem& p, const KernelSpec& k, const std
   }
   if (pid == 0) {
     try {
-      run_trials(*shared, p, k, backend, trials, atol, rtol);
+      run_trials(*shared, p, k, backend, trials, atol, rtol, timed_runs);
     } catch (const std::exception& e) {
       shared->status = 3;
       set_detail(*shared, e.what());
@@ -129,6 +140,7 @@ KbCheckResult kernelbench_check(const Problem& p, const KernelSpec& k, const std
   }
   r.trials_passed = shared->trials_passed;
   r.max_abs_diff = shared->max_abs_diff;
+  r.time_s = shared->time_s;
   munmap(mem, sizeof(Shared));
   return r;
 }

@@ -95,9 +95,12 @@ KbShape KernelBenchProblem::shape(const Sizes& s, bool observe) const {
     if (auto it = shapes_.find({s, observe}); it != shapes_.end()) return *it->second;
     if (auto it = refused_.find(s); it != refused_.end()) throw UsageError(it->second);
   }
+  // Observing draws get_inputs() for real: only at sizes that fit (the 6 GiB default of a ReLU
+  // is described on fake tensors alone, its conditions left unknown).
+  const bool draw = observe && memory_needed(s) <= memory_budget();
   nlohmann::json d;
   try {
-    d = call({{"op", "describe"}, {"sizes", s}, {"observe", observe}});
+    d = call({{"op", "describe"}, {"sizes", s}, {"observe", observe}, {"draw", draw}});
   } catch (const ProblemError& e) {
     if (s == defaults_) throw;  // at its own defaults, the file is at fault
     std::lock_guard lock(mutex_);
@@ -117,7 +120,7 @@ KbShape KernelBenchProblem::shape(const Sizes& s, bool observe) const {
         const auto& c = conditions[k.name];
         k.condition = c.at("kind").get<std::string>();
         if (k.condition == "index") k.low = c.at("low").get<double>(), k.high = c.at("high").get<double>();
-        else k.low = c.at("p").get<double>();
+        else if (k.condition == "flag") k.low = c.at("p").get<double>();
       }
       out->tensors.push_back(std::move(k));
     }
@@ -206,6 +209,8 @@ void KernelBenchProblem::condition_inputs(Instance& inst, std::uint64_t seed, in
             range - 1, static_cast<std::int64_t>(random_unit(seed, kIndexStream + 1000 * tr + t, i) * range)));
     } else if (d.condition == "flag") {
       for (std::size_t i = 0; i < v.size(); ++i) v[i] = random_unit(seed, kFlagStream + 1000 * tr + t, i) < d.low;
+    } else if (d.condition == "positive") {
+      for (auto& x : v) x = x == 0 ? 1 : std::fabs(x);
     } else if (d.dtype.find("int") != std::string::npos) {
       for (auto& x : v) x = std::round(x);  // an integer input with no range seen: integers all the same
     }
@@ -222,6 +227,10 @@ void KernelBenchProblem::perturb(Instance& inst, std::size_t t, std::size_t i) c
     v = static_cast<double>(low + (static_cast<std::int64_t>(v) - low + 1) % range);
   } else if (d.condition == "flag") {
     v = 1 - v;
+  } else if (d.condition == "positive") {
+    std::vector<double> moved{v < 1 ? v * 3 : v / 3};
+    round_to(inst.dtype, moved);
+    v = moved[0];
   } else {
     Problem::perturb(inst, t, i);
   }

@@ -26,7 +26,7 @@ struct KbTensor {
   Role role = Role::in;
   std::vector<std::int64_t> shape;
   std::string dtype;         // torch's name: float32, int64, bool
-  std::string condition;     // "" (plain data), "index" or "flag"
+  std::string condition;     // "" (plain data), "index", "flag" or "positive"
   double low = 0, high = 0;  // index: [low, high); flag: probability of a one in `low`
   [[nodiscard]] std::int64_t elements() const;
 };

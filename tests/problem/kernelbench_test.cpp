@@ -30,7 +30,8 @@ TEST(KernelBench, ListPrintsTheDerivedAbi) {
   REQUIRE_TORCH();
   const auto r = test::run_command(cli() + " list --problem " + kb("4_conv1d.py") + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out)["problems"][0];
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& j = doc["problems"][0];
   EXPECT_EQ(j["name"], "kb.4_conv1d");
   // get_inputs()'s tensors, then the Model's parameters, then forward's output, then the sizes.
   EXPECT_EQ(j["abi"]["cpp"], "(const T* x, const T* conv_weight, const T* conv_bias, T* out, int batch_size, "
@@ -44,13 +45,15 @@ TEST(KernelBench, ListPrintsTheDerivedAbi) {
   const auto lin = test::run_command(cli() + " list --problem " + kb("5_linear_tanh.py") +
                                      " --size in_features=10 --run-reference --json");
   ASSERT_EQ(lin.exit_code, 0) << lin.err;
-  const auto lj = nlohmann::json::parse(lin.out)["problems"][0];
+  const auto lin_doc = nlohmann::json::parse(lin.out);
+  const auto& lj = lin_doc["problems"][0];
   EXPECT_EQ(lj["sizes"], nlohmann::json({{"batch", 4}, {"in_features", 32}}));
   EXPECT_EQ(lj["at"]["tensors"][1]["shape"], nlohmann::json({5, 10}));
   EXPECT_TRUE(lj["at"]["reference_ran"].get<bool>());
   const auto ce = test::run_command(cli() + " list --problem " + kb("6_cross_entropy.py") + " --size num_classes=7 --json");
   ASSERT_EQ(ce.exit_code, 0) << ce.err;
-  const auto& targets = nlohmann::json::parse(ce.out)["problems"][0]["at"]["tensors"][1];
+  const auto ce_doc = nlohmann::json::parse(ce.out);
+  const auto& targets = ce_doc["problems"][0]["at"]["tensors"][1];
   EXPECT_EQ(targets["condition"], "index");
   EXPECT_EQ(targets["range"], nlohmann::json({0.0, 7.0}));
 }
