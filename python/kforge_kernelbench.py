@@ -209,6 +209,21 @@ class Counter(TorchDispatchMode):
             else:
                 self.flops += 2.0 * outs[0].numel() * per_out
             self.length += per_out + 2
+        elif "batch_norm" in name:  # statistics per channel over every other dimension
+            x = tensors[0]
+            self.flops += 8.0 * x.numel()
+            self.length += x.numel() / max(x.shape[1], 1) + 4
+        elif "layer_norm" in name:  # statistics over the normalized shape
+            self.flops += 8.0 * tensors[0].numel()
+            self.length += _numel(args[1]) + 4
+        elif "group_norm" in name:  # args: input, weight, bias, N, C, HxW, group, eps
+            self.flops += 8.0 * tensors[0].numel()
+            self.length += int(args[4]) // max(int(args[6]), 1) * int(args[5]) + 4
+        elif name in ("_softmax", "_log_softmax", "softmax", "log_softmax", "logsumexp"):
+            x = tensors[0]
+            dims = args[1] if isinstance(args[1], (list, tuple)) else [args[1]]
+            self.flops += 5.0 * x.numel()
+            self.length += _numel(x.shape[d] for d in dims) + 2 if x.dim() else 3
         else:
             self.flops += float(max(in_n, out_n))
             self.length += max(1.0, in_n / max(out_n, 1)) if in_n > out_n else 1.0
@@ -402,27 +417,49 @@ def _doubles(t):
     return t.detach().to(torch.float64).contiguous().reshape(-1).numpy()
 
 
-def reference(inst, tensors, u32=2.0 ** -24, witness=8.0):
-    """Output and magnitude of the forward in float64 (docs/kernelbench.md, the error bound)."""
+def reference(inst, tensors, u32=2.0 ** -24, witness=8.0, sensitivity=4.0):
+    """Output and magnitude of the forward in float64 (docs/kernelbench.md, the error bound).
+
+    The magnitude of an element is the largest of |ref|, the forward over absolute values, and
+    two floors: 8x torch's own float32 error there, and 4x the element's sensitivity to moving
+    every input and parameter by gamma_n relative (once with random signs, once all outward),
+    divided by gamma_n."""
     n_in = len(inst.inputs)
     ins, state = tensors[:n_in], tensors[n_in:]
+    floating = [dt.is_floating_point for _, _, _, dt in inst.inputs]
     model64 = inst.model(torch.float64, state)
     ref = inst.forward(model64, inst.args(ins, torch.float64))
-    # The same forward over absolute values: Σ|terms| where the operation is a sum of products.
-    abs_ins = [np.abs(v) if dt.is_floating_point else v for v, (_, _, _, dt) in zip(ins, inst.inputs)]
+    # 1. The same forward over absolute values: Σ|terms| where the operation is a sum of products.
+    abs_ins = [np.abs(v) if f else v for v, f in zip(ins, floating)]
     try:
         absf = inst.forward(inst.model(torch.float64, [np.abs(v) for v in state]),
                             inst.args(abs_ins, torch.float64))
     except ProblemFault:
         absf = [None] * len(ref)
-    # torch's own float32 result: a witness of how far a correct float32 computation strays.
+    # 2. torch's own float32 result: a witness of how far a correct float32 computation strays.
     try:
         f32 = inst.forward(inst.model(torch.float32, state), inst.args(ins, torch.float32))
     except ProblemFault:
         f32 = [None] * len(ref)
+    # 3. Sensitivity: inputs and parameters moved by delta |v| (delta = min(gamma_n, 2^-10), so
+    # the forward stays in its linear range; the change is scaled back to gamma_n), with random
+    # signs (each element's own share) and all outward (shared statistics: a mean, a norm).
     _, length, _ = _count(inst)
-    gamma = length * u32
-    outs, mags, notes = [], [], []
+    gamma = length * u32 / max(1e-300, 1 - length * u32)
+    delta = min(gamma, 2.0 ** -10)
+    rng = np.random.default_rng(0x6b66)
+    moved = []
+    for signs in ("random", "outward"):
+        def move(v):
+            s = rng.choice([-1.0, 1.0], size=v.shape) if signs == "random" else 1.0
+            return v + delta * s * np.abs(v)
+        try:
+            moved.append(inst.forward(inst.model(torch.float64, [move(v) for v in state]),
+                                      inst.args([move(v) if f else v for v, f in zip(ins, floating)],
+                                                torch.float64)))
+        except ProblemFault:
+            pass
+    outs, mags = [], []
     for k, r in enumerate(ref):
         r64 = _doubles(r)
         if not r.is_floating_point():
@@ -433,17 +470,16 @@ def reference(inst, tensors, u32=2.0 ** -24, witness=8.0):
         if absf[k] is not None:
             a = np.abs(_doubles(absf[k]))
             mag = np.maximum(mag, np.where(np.isfinite(a), a, 0.0))
+        evidence = []
         if f32[k] is not None:
-            e = np.abs(_doubles(f32[k]) - r64)
-            e = np.where(np.isfinite(e), e, 0.0)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = np.where(mag > 0, e / (gamma * mag), 0.0)
-            scale = max(1.0, witness * float(ratio.max(initial=0.0)))
-            mag = np.maximum(mag * scale, witness * e / gamma)
-            notes.append(scale)
+            evidence.append(witness * np.abs(_doubles(f32[k]) - r64) / gamma)
+        for m in moved:
+            evidence.append(sensitivity * np.abs(_doubles(m[k]) - r64) / delta)
+        for e in evidence:
+            mag = np.maximum(mag, np.where(np.isfinite(e), e, 0.0))
         outs.append(r64)
         mags.append(mag)
-    return outs, mags, {"length": length, "witness_scale": max(notes or [1.0])}
+    return outs, mags, {"length": length}
 
 
 # ---------------------------------------------------------------- KernelBench's own check
