@@ -76,7 +76,7 @@ TEST(KernelBench, CorrectKernelsPassBothVerdicts) {
   int code = -1;
   const auto rows = level_run("solutions", code);
   EXPECT_EQ(code, 0);
-  ASSERT_EQ(rows.size(), 6u);
+  ASSERT_EQ(rows.size(), 7u);
   for (const auto& [file, row] : rows) {
     EXPECT_EQ(row["kernelbench_verdict"], "passed") << file << ": " << row.dump();
     EXPECT_EQ(row["kforge_verdict"], "passed") << file << ": " << row.dump();
@@ -105,6 +105,7 @@ TEST(KernelBench, WrongKernelsThatKernelBenchPassesAreRejected) {
     EXPECT_EQ(row["kforge_failed_check"], check) << file << ": " << row.dump();
   }
   EXPECT_FALSE(rows.at("5_linear_tanh.py")["solution"].get<bool>());
+  EXPECT_FALSE(rows.at("7_layer_norm.py")["solution"].get<bool>());
 }
 
 TEST(KernelBench, SizesThatDoNotFitAreRefusedWithSizesThatDo) {
