@@ -89,6 +89,23 @@ std::string KernelBenchProblem::description() const {
 
 std::vector<TensorSpec> KernelBenchProblem::tensors() const { return specs_; }
 
+std::vector<std::string> KernelBenchProblem::kernel_specs() const {
+  std::vector<std::string> out;
+  const auto dir = std::filesystem::path(path_).parent_path();
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (!e.is_regular_file() || e.path().extension() != ".json") continue;
+    try {
+      const auto j = nlohmann::json::parse(read_file(e.path()));
+      if (j.is_object() && j.value("problem", std::string()) == name_ && j.contains("source"))
+        out.push_back(std::filesystem::absolute(e.path()).string());
+    } catch (const std::exception&) {
+      // not JSON, or not a kernel spec: not one of this problem's kernels
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 KbShape KernelBenchProblem::shape(const Sizes& s, bool observe) const {
   {
     std::lock_guard lock(mutex_);

@@ -64,7 +64,9 @@ class KernelBenchProblem final : public Problem {
   double bytes(const Sizes& s, DType t) const override;
   std::function<void()> baseline(const Instance& inst, int threads) const override;
   std::string baseline_name() const override { return "torch eager (fp32, CPU)"; }
-  std::vector<std::string> kernel_specs() const override { return {}; }
+  // Kernel specs beside the problem file whose "problem" names this problem (kb.<stem>): its
+  // kernels for verify, bench, tune and suite.
+  std::vector<std::string> kernel_specs() const override;
   std::string source_file() const override { return path_; }
 
   // The tensors, shapes and counts at `s` (sizes refused by the module throw UsageError);

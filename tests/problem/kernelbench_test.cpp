@@ -108,6 +108,20 @@ TEST(KernelBench, WrongKernelsThatKernelBenchPassesAreRejected) {
   EXPECT_FALSE(rows.at("7_layer_norm.py")["solution"].get<bool>());
 }
 
+TEST(KernelBench, KernelsBesideTheFileAreVerifiedAndTuned) {
+  REQUIRE_TORCH();
+  // 3_matmul_tiled.json names kb.3_matmul: verify and tune find it as the problem's kernel.
+  const auto v = test::run_command(cli() + " verify " + kb("3_matmul.py") + " --size M=37,K=19,N=29 --json");
+  ASSERT_EQ(v.exit_code, 0) << v.out << v.err;
+  const auto vj = nlohmann::json::parse(v.out);
+  const auto& r = vj.is_array() ? vj[0] : vj;
+  EXPECT_EQ(r["kernel"], "kb.3_matmul.tiled");
+  EXPECT_EQ(r["disposition"], "passed");
+  const auto t = test::run_command(cli() + " tune " + kb("3_matmul.py") + " --budget 2 --strategy brute");
+  EXPECT_EQ(t.exit_code, 0) << t.out << t.err;
+  EXPECT_NE(t.out.find("vs torch eager"), std::string::npos) << t.out;
+}
+
 TEST(KernelBench, SizesThatDoNotFitAreRefusedWithSizesThatDo) {
   REQUIRE_TORCH();
   const std::string env = "KFORGE_KB_MEMORY_GIB=0.001 ";
