@@ -617,7 +617,8 @@ def main():
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    torch.set_num_threads(int(os.environ.get("KFORGE_TORCH_THREADS", "1")))
+    if os.environ.get("KFORGE_TORCH_THREADS"):  # else torch's own default: every core
+        torch.set_num_threads(int(os.environ["KFORGE_TORCH_THREADS"]))
     inp = sys.stdin.buffer
     server, load_error = None, None
     try:
