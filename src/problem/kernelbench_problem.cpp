@@ -197,7 +197,9 @@ std::optional<Sizes> KernelBenchProblem::fitting_sizes(const Sizes& s) const {
 
 void KernelBenchProblem::check_sizes(const Sizes& s) const {
   for (const auto& [k, v] : s) {
-    const std::int64_t min = std::min<std::int64_t>(defaults_.at(k), 1);  // padding = 0 may stay 0
+    const auto d = defaults_.find(k);
+    if (d == defaults_.end()) throw UsageError(fmt::format("problem {} has no size '{}'", name_, k));
+    const std::int64_t min = std::min<std::int64_t>(d->second, 1);  // padding = 0 may stay 0
     if (v < min) throw UsageError(fmt::format("size {}={} of problem {} must be at least {}", k, v, name_, min));
   }
   const double need = memory_needed(s);
