@@ -3,6 +3,9 @@
 // passing both verdicts, wrong kernels that KernelBench's own check passes rejected by kforge
 // with the check that caught them, sizes that do not fit refused with sizes that do, and a
 // reference that raises or hangs reported as the problem's fault (exit 2).
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -18,9 +21,15 @@ namespace {
 std::string kb(const std::string& f) { return std::string(KFORGE_TEST_DATA) + "/kernelbench/" + f; }
 std::string cli() { return std::string("'") + KFORGE_CLI_PATH + "'"; }
 
-// The bridge needs torch; a machine without it skips (tools/install-deps installs it).
+// The bridge needs torch in the interpreter kforge runs ($KFORGE_PYTHON, else /usr/bin/python3,
+// else python3); a machine without it skips (tools/install-deps installs Debian's python3-torch).
 bool have_torch() {
-  static const bool ok = test::run_command("/usr/bin/python3 -c 'import torch' || python3 -c 'import torch'").exit_code == 0;
+  static const bool ok = [] {
+    std::string python = "python3";
+    if (const char* e = std::getenv("KFORGE_PYTHON"); e && *e) python = e;
+    else if (access("/usr/bin/python3", X_OK) == 0) python = "/usr/bin/python3";
+    return test::run_command("'" + python + "' -c 'import torch'").exit_code == 0;
+  }();
   return ok;
 }
 #define REQUIRE_TORCH() \
