@@ -139,9 +139,15 @@ struct Reference {
 
 // Fuzzed shapes for `requested`: all ones first, then sizes drawn from 1, small primes,
 // tile-1/tile/tile+1 and requested±1, each shape's reduction work kept small. Seeded.
+// Shapes the problem refuses (check_sizes) are skipped; `refused`, when given, receives how
+// many distinct ones and the first one's reason.
+struct RefusedShapes {
+  int count = 0;
+  std::string first_reason;
+};
 [[nodiscard]] std::vector<Sizes> fuzz_shapes(const Problem& p, const Sizes& requested,
                                              const std::vector<std::int64_t>& tile_hints, int count,
-                                             std::uint64_t seed);
+                                             std::uint64_t seed, RefusedShapes* refused = nullptr);
 
 // Throws UsageError when the instance is degenerate (see degenerate in the list above).
 [[nodiscard]] VerifyReport verify(const Problem& p, const Sizes& s, DType t, const KernelCall& call,

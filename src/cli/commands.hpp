@@ -14,5 +14,6 @@ void add_tune(CLI::App& app, int& code);
 void add_db(CLI::App& app, int& code);
 void add_agent(CLI::App& app, int& code);
 void add_mcp(CLI::App& app, int& code);
+void add_kernelbench(CLI::App& app, int& code);
 
 }  // namespace kforge::cli

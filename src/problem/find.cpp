@@ -11,6 +11,7 @@
 #include "kforge/problem_file.hpp"
 #include "kforge/util.hpp"
 #include "problem/file_problem.hpp"
+#include "problem/kernelbench_problem.hpp"
 
 namespace kforge {
 namespace {
@@ -32,6 +33,7 @@ std::shared_ptr<Problem> library_problem(const std::string& name) {
 
 // A problem file declares tensors; a kernel spec beside it declares a language instead.
 bool is_problem_file(const std::filesystem::path& p) {
+  if (p.extension() == ".py") return is_kernelbench_file(p.string());
   if (p.extension() != ".json") return false;
   try {
     const auto j = nlohmann::json::parse(read_file(p));
@@ -42,7 +44,7 @@ bool is_problem_file(const std::filesystem::path& p) {
 }
 
 bool looks_like_path(const std::string& name) {
-  return name.find('/') != std::string::npos || name.ends_with(".json");
+  return name.find('/') != std::string::npos || name.ends_with(".json") || name.ends_with(".py");
 }
 
 }  // namespace
@@ -54,7 +56,12 @@ std::shared_ptr<Problem> load_problem_file(const std::string& path) {
     std::lock_guard lock(l.mutex);
     if (auto it = l.by_path.find(canonical); it != l.by_path.end()) return it->second;
   }
-  auto problem = std::make_shared<FileProblem>(parse_problem_file(canonical));
+  // A KernelBench problem file (docs/kernelbench.md), or kforge's own JSON format.
+  std::shared_ptr<Problem> problem;
+  if (std::filesystem::path(canonical).extension() == ".py")
+    problem = std::make_shared<KernelBenchProblem>(canonical);
+  else
+    problem = std::make_shared<FileProblem>(parse_problem_file(canonical));
   if (library_problem(problem->name()))
     throw ProblemError("problem file " + canonical + ": name '" + problem->name() +
                        "' is a library problem's; choose another (e.g. 'my." + problem->name() + "')");

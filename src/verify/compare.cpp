@@ -131,7 +131,10 @@ Comparison compare(const Problem& p, const Instance& inst, const KernelOutput& g
             ++s.rel_count;
             s.max_rel = std::max(s.max_rel, err / std::fabs(r));
           }
-          ulps[s.ulp_begin + s.ulp_count++] = static_cast<float>(err / ulp(inst.dtype, r));
+          // Capped below float's overflow: an error at an exact-zero reference (relu's) is a
+          // huge number of subnormal spacings, and an infinity would not survive JSON.
+          ulps[s.ulp_begin + s.ulp_count++] =
+              static_cast<float>(std::min(err / ulp(inst.dtype, r), 1e38));
           const double ratio = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0.0);
           s.max_ratio = std::max(s.max_ratio, ratio);
           bad = err > bound;

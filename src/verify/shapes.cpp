@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <string>
 
 #include "kforge/error.hpp"
 #include "kforge/verify.hpp"
@@ -36,7 +37,7 @@ void shrink_to_work_cap(Sizes& s) {
 
 std::vector<Sizes> fuzz_shapes(const Problem& p, const Sizes& requested,
                                const std::vector<std::int64_t>& tile_hints, int count,
-                               std::uint64_t seed) {
+                               std::uint64_t seed, RefusedShapes* refused) {
   std::vector<Sizes> out;
   if (count <= 0) return out;
   std::set<std::int64_t> pool{1};
@@ -47,11 +48,13 @@ std::vector<Sizes> fuzz_shapes(const Problem& p, const Sizes& requested,
   const std::vector<std::int64_t> values(pool.begin(), pool.end());
 
   // Only sizes the problem accepts (check_sizes throws on the others).
+  std::set<Sizes> refused_seen;
   const auto valid = [&](const Sizes& s) {
     try {
       p.check_sizes(s);
       return true;
-    } catch (const UsageError&) {
+    } catch (const UsageError& e) {
+      if (refused && refused_seen.insert(s).second && refused->count++ == 0) refused->first_reason = e.what();
       return false;
     }
   };

@@ -228,7 +228,8 @@ class Protocol {
   }
 
   bool shapes(const Sizes& requested) {
-    const auto list = fuzz_shapes(p_, requested, o_.tile_hints, o_.fuzz_shapes, o_.seed);
+    RefusedShapes refused;
+    const auto list = fuzz_shapes(p_, requested, o_.tile_hints, o_.fuzz_shapes, o_.seed, &refused);
     std::string tried;
     for (std::size_t i = 0; i < list.size(); ++i) {
       if (o_.supports && !o_.supports(list[i])) { ++rep_.shapes_unclaimed; continue; }
@@ -239,8 +240,12 @@ class Protocol {
       const Instance inst = instance(list[i], trial, d, o_.seed ^ 0xf022ull);
       if (!judge(inst, d, key(inst, d, o_.seed ^ 0xf022ull, trial, ""), "fuzzed shape").passed) return false;
     }
-    add("shapes", true, fmt::format("passed at {} fuzzed shape(s) ({}); {} not claimed by the kernel's constraints",
-                                    rep_.shapes_tried.size(), tried, rep_.shapes_unclaimed));
+    std::string skipped;
+    if (refused.count > 0)
+      skipped = fmt::format("; {} drawn shape(s) refused by the problem and skipped (first: {})", refused.count,
+                            refused.first_reason.substr(0, 300));
+    add("shapes", true, fmt::format("passed at {} fuzzed shape(s) ({}); {} not claimed by the kernel's constraints{}",
+                                    rep_.shapes_tried.size(), tried, rep_.shapes_unclaimed, skipped));
     return true;
   }
 
