@@ -142,6 +142,8 @@ class Constant : public Problem {
 // Not constant, but still blind to its inputs: y[i] = i + 1 whatever x holds.
 class Ramp final : public Constant {
  public:
+  // Its own name: the reference cache is keyed by it, and Constant's answers must not be reused.
+  std::string name() const override { return "ramp"; }
   void reference(const Instance& in, std::vector<std::vector<double>>& out,
                  std::vector<std::vector<double>>& mag) const override {
     out = {std::vector<double>(in.sizes.at("N"))};
