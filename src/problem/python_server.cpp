@@ -66,7 +66,10 @@ PythonServer::~PythonServer() { stop(); }
 
 void PythonServer::start() {
   const std::string script = bridge_script();
-  stderr_path_ = (cache_dir("python") / fmt::format("stderr.{}.{}", ::getpid(), hex64(hash64(path_)))).string();
+  const std::string stderr_path =
+      (cache_dir("python") / fmt::format("stderr.{}.{}", ::getpid(), hex64(hash64(path_)))).string();
+  stderr_fd_ = ::open(stderr_path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (stderr_fd_ >= 0) ::unlink(stderr_path.c_str());
   int in[2], out[2];
   if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
     throw ProblemError(what_ + ": pipe failed: " + std::strerror(errno));
@@ -81,8 +84,7 @@ void PythonServer::start() {
   if (pid == 0) {
     dup2(in[0], 0);
     dup2(out[1], 1);
-    const int err = ::open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (err >= 0) dup2(err, 2);
+    if (stderr_fd_ >= 0) dup2(stderr_fd_, 2);
     execvp(args[0], args.data());
     const char msg[] = "kforge: cannot run the Python interpreter (set KFORGE_PYTHON)\n";
     (void)!::write(2, msg, sizeof msg - 1);
@@ -104,20 +106,16 @@ void PythonServer::stop() {
     int status = 0;
     ::waitpid(pid_, &status, 0);
   }
-  if (!stderr_path_.empty()) {
-    std::error_code ec;
-    std::filesystem::remove(stderr_path_, ec);
-  }
-  pid_ = to_child_ = from_child_ = -1;
+  if (stderr_fd_ >= 0) ::close(stderr_fd_);
+  pid_ = to_child_ = from_child_ = stderr_fd_ = -1;
 }
 
 std::string PythonServer::stderr_tail() const {
   std::string text;
-  try {
-    text = read_file(stderr_path_);
-  } catch (const std::exception&) {
-    return {};
-  }
+  if (stderr_fd_ < 0) return text;
+  char buf[65536];
+  off_t at = 0;
+  for (ssize_t n; (n = ::pread(stderr_fd_, buf, sizeof buf, at)) > 0; at += n) text.append(buf, static_cast<std::size_t>(n));
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   if (text.size() > 1500) text = "..." + text.substr(text.size() - 1500);
   return text;

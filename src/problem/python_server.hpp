@@ -37,8 +37,9 @@ class PythonServer {
 
   std::string what_, path_;
   std::mutex mutex_;
-  int pid_ = -1, to_child_ = -1, from_child_ = -1;
-  std::string stderr_path_;
+  // The child's stderr: an unlinked file this process keeps open, so that its last lines can be
+  // read after the child fails even where opening files is no longer allowed (the sandbox).
+  int pid_ = -1, to_child_ = -1, from_child_ = -1, stderr_fd_ = -1;
   std::string buffered_;  // bytes read past the last reply's end
 };
 
