@@ -29,6 +29,8 @@ Environment (only KFORGE_LLM_BASE_URL is required):
   KFORGE_LLM_BACKOFF       the first retry's delay in seconds, doubled each time (default 2)
   KFORGE_LLM_MAX_WAIT      the longest single wait, Retry-After included (default 60)
   KFORGE_LLM_HISTORY       exchanges kept in the conversation besides the task (default 3)
+  KFORGE_LLM_TURN_LIMIT    seconds one candidate may take, retries included (default 280: under
+                           kforge's --proposer-timeout of 300 s; raise both for a slow model)
 Options: --log FILE appends every message received from kforge, one per line.
 
 Python 3 standard library only.
@@ -68,6 +70,7 @@ class Config:
         self.backoff = float(env.get("KFORGE_LLM_BACKOFF", "2"))
         self.max_wait = float(env.get("KFORGE_LLM_MAX_WAIT", "60"))
         self.history = max(1, int(env.get("KFORGE_LLM_HISTORY", "3")))
+        self.turn_limit = float(env.get("KFORGE_LLM_TURN_LIMIT", "280"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,6 +137,13 @@ class Client:
         self.config = config
         self.sleep = sleep
         self.requests = 0
+        self.deadline = None  # time.monotonic() by which the current turn must end
+
+    def start_turn(self):
+        self.deadline = time.monotonic() + self.config.turn_limit if self.config.turn_limit > 0 else None
+
+    def _left(self):
+        return None if self.deadline is None else self.deadline - time.monotonic()
 
     def _headers(self):
         h = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -141,12 +151,12 @@ class Client:
             h["Authorization"] = "Bearer " + self.config.api_key
         return h
 
-    def _once(self, method, path, payload=None):
+    def _once(self, method, path, payload=None, timeout=None):
         """One request; returns the parsed JSON or raises (HTTPError, URLError, timeout, ValueError)."""
         data = json.dumps(payload).encode("utf-8") if payload is not None else None
         req = urllib.request.Request(self.config.base_url + path, data=data, headers=self._headers(), method=method)
         self.requests += 1
-        with urllib.request.urlopen(req, timeout=self.config.timeout) as resp:
+        with urllib.request.urlopen(req, timeout=timeout or self.config.timeout) as resp:
             body = resp.read().decode("utf-8", "replace")
         try:
             return json.loads(body)
@@ -158,10 +168,20 @@ class Client:
         url = self.config.base_url + path
         delay = self.config.backoff
         last = ""
+        tries = 0
+        gave_up = ""
         for attempt in range(self.config.retries + 1):
             wait = None
+            timeout = self.config.timeout
+            left = self._left()
+            if left is not None:
+                if left <= 0.05:
+                    gave_up = " (out of time: KFORGE_LLM_TURN_LIMIT=%gs)" % self.config.turn_limit
+                    break
+                timeout = min(timeout, left)
+            tries += 1
             try:
-                return self._once(method, path, payload)
+                return self._once(method, path, payload, timeout)
             except urllib.error.HTTPError as e:
                 body = _error_body(e)
                 last = "HTTP %d %s from %s%s" % (e.code, e.reason or "", url, (": " + _short(body)) if body else "")
@@ -173,11 +193,11 @@ class Client:
             except urllib.error.URLError as e:
                 reason = e.reason
                 if isinstance(reason, (socket.timeout, TimeoutError)):
-                    last = "no reply from %s within %gs (KFORGE_LLM_TIMEOUT)" % (url, self.config.timeout)
+                    last = "no reply from %s within %.3gs (KFORGE_LLM_TIMEOUT)" % (url, timeout)
                 else:
                     last = "cannot reach %s: %s" % (url, reason)
             except (socket.timeout, TimeoutError):
-                last = "no reply from %s within %gs (KFORGE_LLM_TIMEOUT)" % (url, self.config.timeout)
+                last = "no reply from %s within %.3gs (KFORGE_LLM_TIMEOUT)" % (url, timeout)
             except (ConnectionError, OSError) as e:
                 last = "the connection to %s failed: %s" % (url, e)
             except ValueError as e:
@@ -188,9 +208,13 @@ class Client:
                 wait = delay
                 delay *= 2
             wait = min(wait, self.config.max_wait)
+            left = self._left()
+            if left is not None and wait >= left:
+                gave_up = " (no time left to wait %.3gs: KFORGE_LLM_TURN_LIMIT=%gs)" % (wait, self.config.turn_limit)
+                break
             log("%s failed (%s); retry %d of %d in %.1fs" % (what, last, attempt + 1, self.config.retries, wait))
             self.sleep(wait)
-        raise EndpointError("%s failed %d times, the last: %s" % (what, self.config.retries + 1, last))
+        raise EndpointError("%s failed %d time%s%s, the last: %s" % (what, tries, "" if tries == 1 else "s", gave_up, last))
 
     def resolve_model(self):
         if self.config.model:
@@ -367,6 +391,10 @@ def _fmt_time(s):
     return "%.4g ms" % (s * 1e3)
 
 
+def _fmt_pct(x):
+    return "%.3g%%" % (100.0 * x) if isinstance(x, (int, float)) else "unknown"
+
+
 def _fmt_num(x):
     return "%.3g" % x if isinstance(x, (int, float)) else str(x)
 
@@ -376,7 +404,9 @@ def task_prompt(task):
     sig = (task.get("signature") or {}).get(lang, "")
     entry = task.get("entry", "")
     sizes = task.get("sizes") or {}
-    size_text = ", ".join("%s=%s" % (k, v) for k, v in sizes.items())
+    order = [n for n in task.get("size_names") or [] if n in sizes] + sorted(n for n in sizes if n not in
+                                                                            (task.get("size_names") or []))
+    size_text = ", ".join("%s=%s" % (k, sizes[k]) for k in order)
     lines = [
         "Write a %s kernel for the problem '%s' on kforge's %s backend." % (lang, task.get("problem"), task.get("backend")),
         "",
@@ -393,7 +423,7 @@ def task_prompt(task):
                                              for t in tensors))
     if task.get("scalars"):
         lines.append("Scalars: " + ", ".join(task["scalars"]))
-    lines.append("Sizes of this task: %s (size names: %s)" % (size_text, ", ".join(task.get("size_names") or sizes)))
+    lines.append("Sizes of this task: %s" % size_text)
     lines.append("dtype: %s" % task.get("dtype"))
     tol = task.get("tolerance") or {}
     if tol:
@@ -415,9 +445,9 @@ def task_prompt(task):
     lines.append("Budget: %s attempts (%s left)." % (task.get("budget"), task.get("remaining")))
     best = task.get("best")
     if best:
-        lines.append("Best so far (attempt %s%s): %s, speedup %s, %s of the speed of light." % (
+        lines.append("Best so far (attempt %s%s): %s, speedup %sx, %s of the speed of light." % (
             best.get("attempt"), ", " + best["note"] if best.get("note") else "", _fmt_time(best.get("median_s")),
-            _fmt_num(best.get("speedup")), _fmt_num(best.get("sol_fraction"))))
+            _fmt_num(best.get("speedup")), _fmt_pct(best.get("sol_fraction"))))
     fails = task.get("recent_failures") or []
     if fails:
         lines.append("Recent failures:")
@@ -434,7 +464,8 @@ def task_prompt(task):
         '"grid": ["ceil_div(M,BM)"]; params are integers that reach the source as #define NAME value, e.g. '
         '"params": {"BM": 16}. Without this block the kernel runs as one block (grid [1], block [1]) '
         "with no parameters.",
-        "Start with a correct kernel, then make it faster.",
+        "The kernel runs in a sandbox: no files, processes or sockets. Start with a correct kernel, then make "
+        "it faster.",
     ]
     return "\n".join(lines)
 
@@ -470,7 +501,7 @@ def feedback_text(fb):
     if fb.get("timing"):
         t = fb["timing"]
         lines.append("Time: median %s (min %s, spread %s)" % (
-            _fmt_time(t.get("median_s")), _fmt_time(t.get("min_s")), _fmt_num(t.get("rel_spread"))))
+            _fmt_time(t.get("median_s")), _fmt_time(t.get("min_s")), _fmt_pct(t.get("rel_spread"))))
     if fb.get("baseline"):
         lines.append("Baseline %s: %s" % (fb["baseline"].get("name"), _fmt_time(fb["baseline"].get("median_s"))))
     if fb.get("speedup") is not None:
@@ -478,13 +509,13 @@ def feedback_text(fb):
     sol = fb.get("sol")
     if sol:
         lines.append("Speed of light: %s of it, %s-bound%s" % (
-            _fmt_num(sol.get("fraction")), sol.get("bound"),
+            _fmt_pct(sol.get("fraction")), sol.get("bound"),
             " (memory roof: %s)" % sol["memory_roof"] if sol.get("memory_roof") else ""))
     if fb.get("gflops") is not None:
         lines.append("Throughput: %s GFLOP/s, %s GB/s" % (_fmt_num(fb.get("gflops")), _fmt_num(fb.get("gbytes_s"))))
     counters = fb.get("counters")
-    if isinstance(counters, dict) and counters:
-        lines.append("Counters: " + ", ".join("%s %s" % (k, _fmt_num(v)) for k, v in counters.items()))
+    if isinstance(counters, str) and counters and not counters.startswith("unavailable"):
+        lines.append("Hardware counters: %s" % counters)
     older = [r for r in fb.get("recent_failures") or [] if r.get("attempt") != fb.get("attempt")]
     if older:
         lines.append("Earlier failures: " + "; ".join("attempt %s: %s" % (r.get("attempt"), _short(r.get("summary", ""), 200))
@@ -551,7 +582,6 @@ class Proposer:
         self.log_file = log_file
         self.conv = None
         self.lang = "cpp"
-        self.sent = {}  # attempt order -> the assistant text that produced it
 
     def receive(self):
         line = self.stdin.readline()
@@ -569,6 +599,7 @@ class Proposer:
     def propose(self):
         """One candidate from the model (the conversation ends with a user message), or raises
         EndpointError / returns (None, reason) when there is none to send."""
+        self.client.start_turn()
         reply = self.client.chat(self.conv.messages())
         self.conv.add("assistant", reply)
         cand = parse_reply(reply, self.lang)
@@ -600,6 +631,7 @@ class Proposer:
         log("%s at %s, budget %s, model endpoint %s" % (task.get("problem"), task.get("sizes"), task.get("budget"),
                                                         self.client.config.base_url))
         try:
+            self.client.start_turn()
             self.client.resolve_model()
         except EndpointError as e:
             return self.stop(str(e))

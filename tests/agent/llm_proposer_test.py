@@ -182,7 +182,7 @@ class Prompts(unittest.TestCase):
               "remaining": 0}
         text = llm.feedback_text(fb)
         for want in ("Attempt 4: passed", "median 0.0125 ms", "Speedup over the baseline: 0.37x",
-                     "0.35 of it, compute-bound", "41.7 GFLOP/s"):
+                     "35% of it, compute-bound", "41.7 GFLOP/s"):
             self.assertIn(want, text)
 
     def test_the_conversation_is_bounded(self):
@@ -241,6 +241,18 @@ class Client(unittest.TestCase):
             self.assertIn("HTTP 500", msg)
             self.assertIn("CUDA out of memory", msg)
             self.assertIn(s.base_url + "/chat/completions", msg)
+
+    def test_the_turn_limit_bounds_the_retries(self):
+        # A wait past the turn's limit is not taken: the proposer stops in time for kforge's
+        # --proposer-timeout instead of being killed as a hung proposer.
+        with FakeLLM([{"status": 429, "headers": {"Retry-After": "30"}}, ok("too late")]) as s:
+            c, waits = self.client(s, KFORGE_LLM_TURN_LIMIT="5")
+            c.start_turn()
+            with self.assertRaises(llm.EndpointError) as e:
+                c.chat([])
+            self.assertEqual(waits, [])
+            self.assertIn("failed 1 time (no time left to wait 30s: KFORGE_LLM_TURN_LIMIT=5s)", str(e.exception))
+            self.assertIn("HTTP 429", str(e.exception))
 
     def test_a_401_is_not_retried(self):
         with FakeLLM([{"status": 401, "body": '{"error": {"message": "bad key"}}'}, ok("never")]) as s:
@@ -306,6 +318,20 @@ class Loop(unittest.TestCase):
             self.assertEqual(sent[0]["note"], "Naive.")
             self.assertEqual(len(s.chats()), 1)  # no request after the last feedback
 
+    def test_a_batch_of_two(self):
+        # --parallel 2: two candidates per batch, the second asked for as a different one; both
+        # feedbacks go back in one message before the next batch.
+        task = dict(self.TASK, batch=2, budget=3, remaining=3)
+        fb = lambda a, nb: {"type": "feedback", "attempt": a, "disposition": "passed", "gate": "passed",
+                            "summary": "passed %d" % a, "remaining": 3 - a, "next_batch": nb}
+        with FakeLLM([ok("```cpp\nint a;\n```"), ok("```cpp\nint b;\n```"),
+                      {"expect": ["Attempt 1: passed", "Attempt 2: passed"], "content": "```cpp\nint c;\n```"}]) as s:
+            rc, sent = self.run_loop(s, [task, fb(1, 1), fb(2, 1), fb(3, 0), {"type": "done", "reason": "budget"}])
+            self.assertEqual(rc, 0)
+            self.assertEqual([m["source"] for m in sent], ["int a;\n", "int b;\n", "int c;\n"])
+            self.assertEqual(s.failures, [])
+            self.assertIn("another, different kernel", s.chats()[1]["body"]["messages"][-1]["content"])
+
     def test_twice_no_code_stops(self):
         with FakeLLM([ok("Let me think."), ok("Still thinking.")]) as s:
             rc, sent = self.run_loop(s, [self.TASK, {"type": "done", "reason": "stop"}])
@@ -341,7 +367,7 @@ class AgentEndToEnd(unittest.TestCase):
         launch = {"grid": ["ceil_div(M,BM)"], "params": {"BM": 16, "BN": 16}}
         script = [
             {"expect": ["Signature (cpp): (const T* A, const T* B, T* C, int M, int N, int K",
-                        "M=64", "openblas_sgemm"],
+                        "Sizes of this task: M=64, N=64, K=64", "openblas_sgemm"],
              "content": fenced("cpp", gemm("tiled_tail_bug.cpp"), launch, "Blocked over columns in tiles of BN.")},
             # kforge's feedback about the failure reached the model.
             {"expect": ["Attempt 1: incorrect (gate: thorough_verify)", "at a held-out shape",
