@@ -549,7 +549,9 @@ class Conversation:
         self.head = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task_text}]
         self.turns = []  # alternating assistant, user, ...; ends with a user message when a reply is due
         self.keep = keep
-        self.best_source = None  # (attempt, source, launch) of the best, shown again once trimmed away
+        # (attempt, its source and launch as Markdown, the assistant turn that wrote it): shown
+        # again with the latest message once that turn is trimmed away.
+        self.best_source = None
 
     def add(self, role, content):
         self.turns.append({"role": role, "content": content})
@@ -564,8 +566,8 @@ class Conversation:
         trimmed = len(turns) < len(self.turns)
         out = list(self.head) + [dict(t) for t in turns]
         if trimmed and self.best_source and out[-1]["role"] == "user":
-            attempt, text = self.best_source
-            if not any(text in t["content"] for t in turns):
+            attempt, text, turn = self.best_source
+            if not any(t is turn for t in turns):
                 out[-1]["content"] += ("\n\nFor reference, the best kernel so far (attempt %s):\n%s" % (attempt, text))
         return out
 
@@ -597,8 +599,8 @@ class Proposer:
         self.stdout.flush()
 
     def propose(self):
-        """One candidate from the model (the conversation ends with a user message), or raises
-        EndpointError / returns (None, reason) when there is none to send."""
+        """(the candidate, the assistant turn that wrote it) from the model (the conversation ends
+        with a user message); (None, reason) when there is none to send; or raises EndpointError."""
         self.client.start_turn()
         reply = self.client.chat(self.conv.messages())
         self.conv.add("assistant", reply)
@@ -613,11 +615,10 @@ class Proposer:
             # Keep the conversation clean: the reply that counts replaces the one without code.
             self.conv.drop_last(2)
             self.conv.add("assistant", reply2)
-            reply = reply2
         cand.setdefault("note", "llm")
         message = {"type": "candidate"}
         message.update(cand)
-        return message, reply
+        return message, self.conv.turns[-1]
 
     def run(self):
         task = self.receive()
@@ -637,7 +638,7 @@ class Proposer:
             return self.stop(str(e))
         batch = task.get("batch", 1)
         while batch > 0:
-            sources = []
+            sources, turns = [], []
             for i in range(batch):
                 if i > 0:
                     self.conv.add("user", "Now another, different kernel: it is evaluated beside the previous one.")
@@ -658,6 +659,7 @@ class Proposer:
                     break
                 self.send(message)
                 sources.append(message)
+                turns.append(reply)
             feedbacks = []
             for _ in sources:
                 fb = self.receive()
@@ -670,7 +672,7 @@ class Proposer:
                     cand = sources[len(feedbacks) - 1]
                     self.conv.best_source = (fb.get("attempt"), "```%s\n%s```\n```json\n%s\n```" % (
                         self.lang, cand["source"], json.dumps({k: cand[k] for k in ("grid", "block", "params")
-                                                               if k in cand})))
+                                                               if k in cand})), turns[len(feedbacks) - 1])
             if len(sources) < batch or not feedbacks:
                 break
             batch = feedbacks[-1].get("next_batch", 0)

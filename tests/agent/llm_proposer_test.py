@@ -190,7 +190,7 @@ class Prompts(unittest.TestCase):
         for i in range(6):
             conv.add("assistant", "reply %d" % i)
             conv.add("user", "feedback %d" % i)
-        conv.best_source = (1, "```cpp\nBEST\n```")
+        conv.best_source = (1, "```cpp\nBEST\n```", conv.turns[0])
         ms = conv.messages()
         self.assertEqual([m["role"] for m in ms], ["system", "user", "assistant", "user", "assistant", "user"])
         self.assertEqual(ms[1]["content"], "the task")
@@ -200,8 +200,11 @@ class Prompts(unittest.TestCase):
         short = llm.Conversation("the task", keep=2)
         short.add("assistant", "reply")
         short.add("user", "feedback")
-        short.best_source = (1, "BEST")
+        short.best_source = (1, "BEST", short.turns[0])
         self.assertNotIn("BEST", short.messages()[-1]["content"])
+        # Trimmed, but the best's own reply is still in the window: not repeated.
+        conv.best_source = (6, "BEST", conv.turns[-2])
+        self.assertNotIn("BEST", conv.messages()[-1]["content"])
 
 
 class Client(unittest.TestCase):
@@ -331,6 +334,22 @@ class Loop(unittest.TestCase):
             self.assertEqual([m["source"] for m in sent], ["int a;\n", "int b;\n", "int c;\n"])
             self.assertEqual(s.failures, [])
             self.assertIn("another, different kernel", s.chats()[1]["body"]["messages"][-1]["content"])
+
+    def test_the_best_is_shown_again_once_trimmed(self):
+        task = dict(self.TASK, budget=3, remaining=3)
+        fb = lambda a, ok, nb: {"type": "feedback", "attempt": a, "disposition": "passed" if ok else "incorrect",
+                                "gate": "passed" if ok else "quick_verify", "summary": "s", "remaining": 3 - a,
+                                "next_batch": nb, "best": {"attempt": 1}}
+        with FakeLLM([ok("```cpp\nint first;\n```\n```json\n{\"params\": {\"BM\": 8}}\n```"),
+                      {"expect": ["Attempt 1: passed"], "content": "```cpp\nint second;\n```"},
+                      {"expect": ["the best kernel so far (attempt 1)", "int first;", '"BM": 8'],
+                       "content": "```cpp\nint third;\n```"}]) as s:
+            rc, sent = self.run_loop(s, [task, fb(1, True, 1), fb(2, False, 1), fb(3, False, 0), {"type": "done"}],
+                                     KFORGE_LLM_HISTORY="1")
+            self.assertEqual(len(sent), 3)
+            self.assertEqual(s.failures, [])
+            roles = [m["role"] for m in s.chats()[2]["body"]["messages"]]
+            self.assertEqual(roles, ["system", "user", "assistant", "user"])  # one exchange kept
 
     def test_twice_no_code_stops(self):
         with FakeLLM([ok("Let me think."), ok("Still thinking.")]) as s:
