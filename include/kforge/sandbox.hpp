@@ -16,10 +16,6 @@ struct SandboxPolicy {
   // (native_code.cpp): with this, fork() and kill() of a child stay allowed (the children
   // inherit the filter: they cannot exec, open files or sockets either).
   bool allow_fork = false;
-  // The opencl backend: PoCL compiles each launch configuration (work-group size, grid) of a
-  // kernel lazily, at its first launch, into its cache on disk, and loads it from there; the
-  // file family stays allowed. OpenCL C itself makes no system call.
-  bool allow_files = false;
 };
 
 // Installs the filter on every thread of this process (irrevocable). Throws std::runtime_error

@@ -40,12 +40,10 @@ constexpr std::uint32_t kArch = AUDIT_ARCH_AARCH64;
 struct Denied {
   long nr;
   const char* name;
-  bool file = false;  // of the file family (SandboxPolicy::allow_files)
 };
 
 // Every call that traps, by family. Not every one exists on every architecture.
 #define KF_DENY(call) Denied{__NR_##call, #call}
-#define KF_DENY_FILE(call) Denied{__NR_##call, #call, true}
 const std::vector<Denied>& denied_calls() {
   static const std::vector<Denied> calls = {
       // Starting a process or a program: fork, vfork and clone without CLONE_THREAD (checked
@@ -69,28 +67,28 @@ const std::vector<Denied>& denied_calls() {
       // (stat, access, readlink) stay allowed: glibc's dlopen and sysconf use them and they
       // read no file's contents.
 #ifdef __NR_open
-      KF_DENY_FILE(open),
+      KF_DENY(open),
 #endif
 #ifdef __NR_creat
-      KF_DENY_FILE(creat),
+      KF_DENY(creat),
 #endif
-      KF_DENY_FILE(openat), KF_DENY_FILE(openat2), KF_DENY_FILE(open_by_handle_at),
-      KF_DENY_FILE(name_to_handle_at), KF_DENY_FILE(memfd_create), KF_DENY_FILE(truncate),
+      KF_DENY(openat), KF_DENY(openat2), KF_DENY(open_by_handle_at),
+      KF_DENY(name_to_handle_at), KF_DENY(memfd_create), KF_DENY(truncate),
 #ifdef __NR_mknod
-      KF_DENY_FILE(mknod),
+      KF_DENY(mknod),
 #endif
-      KF_DENY_FILE(mknodat),
+      KF_DENY(mknodat),
 #ifdef __NR_link
-      KF_DENY_FILE(link), KF_DENY_FILE(symlink), KF_DENY_FILE(unlink), KF_DENY_FILE(rename),
-      KF_DENY_FILE(mkdir), KF_DENY_FILE(rmdir), KF_DENY_FILE(chmod), KF_DENY_FILE(chown),
-      KF_DENY_FILE(lchown), KF_DENY_FILE(utime), KF_DENY_FILE(utimes), KF_DENY_FILE(futimesat),
+      KF_DENY(link), KF_DENY(symlink), KF_DENY(unlink), KF_DENY(rename),
+      KF_DENY(mkdir), KF_DENY(rmdir), KF_DENY(chmod), KF_DENY(chown),
+      KF_DENY(lchown), KF_DENY(utime), KF_DENY(utimes), KF_DENY(futimesat),
 #endif
-      KF_DENY_FILE(linkat), KF_DENY_FILE(symlinkat), KF_DENY_FILE(unlinkat), KF_DENY_FILE(renameat2),
-      KF_DENY_FILE(mkdirat), KF_DENY_FILE(fchmodat), KF_DENY_FILE(fchownat), KF_DENY_FILE(utimensat),
+      KF_DENY(linkat), KF_DENY(symlinkat), KF_DENY(unlinkat), KF_DENY(renameat2),
+      KF_DENY(mkdirat), KF_DENY(fchmodat), KF_DENY(fchownat), KF_DENY(utimensat),
 #ifdef __NR_renameat
-      KF_DENY_FILE(renameat),
+      KF_DENY(renameat),
 #endif
-      KF_DENY_FILE(inotify_init1), KF_DENY_FILE(fanotify_init),
+      KF_DENY(inotify_init1), KF_DENY(fanotify_init),
       // Changing what the file system is (refused even where files are allowed).
       KF_DENY(chroot), KF_DENY(mount), KF_DENY(umount2), KF_DENY(pivot_root), KF_DENY(fsopen),
       KF_DENY(fsmount), KF_DENY(fspick), KF_DENY(open_tree), KF_DENY(move_mount),
@@ -110,7 +108,6 @@ const std::vector<Denied>& denied_calls() {
   return calls;
 }
 #undef KF_DENY
-#undef KF_DENY_FILE
 
 std::atomic<bool> g_sandboxed{false};
 
@@ -232,7 +229,6 @@ Program build(const SandboxPolicy& policy) {
   stmt(p, BPF_RET | BPF_K, SECCOMP_RET_TRAP);
 #endif
   for (const auto& d : denied_calls()) {
-    if (policy.allow_files && d.file) continue;
     if (policy.allow_fork && (false
 #ifdef __NR_fork
                               || d.nr == __NR_fork

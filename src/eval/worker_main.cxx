@@ -32,15 +32,14 @@ int main(int argc, char** argv) {
     auto backend = kforge::make_backend(req.backend, req.backend_options);
     // The filter goes on once the kernel is compiled and loaded and everything kforge's own code
     // needs from outside the process is at hand (evaluate's before_first_launch), before the
-    // kernel first runs. A problem file's reference runs forked: it keeps fork. PoCL compiles
-    // lazily into its disk cache: opencl keeps the file family (sandbox.hpp).
-    // Not for cuda: the candidate is device code only (NVRTC), which makes no system call on the
-    // host, and what the CUDA driver does at a launch could not be tried under the filter here.
+    // kernel first runs. A problem file's reference runs forked: it keeps fork.
+    // Only for cpu, whose candidate is native host code. OpenCL C and CUDA device code make no
+    // system call, and their runtimes need what the filter refuses: PoCL compiles each launch
+    // configuration lazily at its first launch and forks its linker then (a new kernel under the
+    // filter crashed in the linker); what the CUDA driver does at a launch could not be tried here.
     std::function<void()> enter;
-    if (sandbox && req.backend != "cuda")
-      enter = [&req] {
-        kforge::enter_sandbox({.allow_fork = !req.problem_file.empty(), .allow_files = req.backend == "opencl"});
-      };
+    if (sandbox && req.backend == "cpu")
+      enter = [&req] { kforge::enter_sandbox({.allow_fork = !req.problem_file.empty()}); };
     out = kforge::evaluate(req, *backend, enter).to_json();
   } catch (const kforge::ProblemError& e) {
     out = {{"problem_error", e.what()}};  // the problem's fault: the caller exits 2, not "crashed"
