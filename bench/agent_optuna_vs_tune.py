@@ -38,9 +38,10 @@ import sys
 import tempfile
 import time
 
+import bench_venv
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-VENV = os.path.join(HERE, ".venv")
 OPTUNA_VERSION = "5.1.0"
 SPEC = os.path.join(ROOT, "kernels", "gemm", "gemm_cpu.json")
 PROPOSER = os.path.join(ROOT, "examples", "proposers", "optuna_params.py")
@@ -48,16 +49,7 @@ METHODS = ["agent-optuna", "tune-bayes", "tune-random"]
 
 
 def ensure_venv():
-    """Re-executes this script under bench/.venv with optuna installed."""
-    if os.path.realpath(sys.prefix) == os.path.realpath(VENV):
-        return
-    py = os.path.join(VENV, "bin", "python")
-    if not os.path.exists(py):
-        subprocess.check_call([sys.executable, "-m", "venv", VENV])
-    check = subprocess.run([py, "-c", "import optuna"], capture_output=True)
-    if check.returncode != 0:
-        subprocess.check_call([py, "-m", "pip", "install", "-q", f"optuna=={OPTUNA_VERSION}"])
-    os.execv(py, [py] + sys.argv)
+    bench_venv.ensure("optuna", f"optuna=={OPTUNA_VERSION}")
 
 
 def config_key(params):

@@ -34,8 +34,9 @@ import tempfile
 import time
 import warnings
 
+import bench_venv
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-VENV = os.path.join(HERE, ".venv")
 KT_VERSION = "1.5.0"
 KT_STRATEGIES = ["random_sample", "simulated_annealing", "genetic_algorithm", "greedy_ils", "mls",
                  "pso", "diff_evo", "firefly_algorithm", "dual_annealing", "bayes_opt"]
@@ -45,16 +46,7 @@ SELF_PACING = {"simulated_annealing", "dual_annealing"}
 
 
 def ensure_venv():
-    """Re-executes this script under bench/.venv with kernel_tuner installed."""
-    if os.path.realpath(sys.prefix) == os.path.realpath(VENV):
-        return
-    py = os.path.join(VENV, "bin", "python")
-    if not os.path.exists(py):
-        subprocess.check_call([sys.executable, "-m", "venv", VENV])
-    check = subprocess.run([py, "-c", "import kernel_tuner"], capture_output=True)
-    if check.returncode != 0:
-        subprocess.check_call([py, "-m", "pip", "install", "-q", f"kernel_tuner=={KT_VERSION}"])
-    os.execv(py, [py] + sys.argv)
+    bench_venv.ensure("kernel_tuner", f"kernel_tuner=={KT_VERSION}")
 
 
 def median_or_none(values):

@@ -7,9 +7,11 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -81,6 +83,23 @@ inline nlohmann::json parse_or_fail(const CommandResult& r) {
     ADD_FAILURE() << "not JSON (" << e.what() << "):\n" << r.out << "\nstderr:\n" << r.err;
     return nlohmann::json::object();
   }
+}
+
+// A fresh, empty folder /tmp/<prefix>-<pid>/<name> for one test's files.
+inline std::filesystem::path scratch_dir(const std::string& prefix, const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / (prefix + "-" + std::to_string(getpid())) / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// Each non-empty line of a JSON-lines file.
+inline std::vector<nlohmann::json> read_json_lines(const std::filesystem::path& p) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(p);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  return out;
 }
 
 }  // namespace kforge::test

@@ -31,20 +31,9 @@ const std::string kDocs = std::string(KFORGE_TEST_DATA) + "/../../docs/schemas";
 // swing tenfold (the fast kernel once timed slower than the slow one).
 const std::string kInstance = "--problem gemm --size M=64,N=64,K=64 --threads 1 --min-time 0.05 --max-time 0.5";
 
-std::filesystem::path scratch(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("kforge-agent-tests-" + std::to_string(getpid())) / name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::filesystem::path scratch(const std::string& name) { return test::scratch_dir("kforge-agent-tests", name); }
 
-std::vector<json> read_lines(const std::filesystem::path& p) {
-  std::vector<json> out;
-  std::ifstream in(p);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) out.push_back(json::parse(line));
-  return out;
-}
+std::vector<json> read_lines(const std::filesystem::path& p) { return test::read_json_lines(p); }
 
 json schema(const std::string& name) {
   std::ifstream in(kDocs + "/" + name + ".json");

@@ -23,21 +23,9 @@ const std::string kProposer = kRoot + "/examples/proposers/optuna_params.py";
 const std::string kSpec = kRoot + "/kernels/gemm/gemm_cpu.json";
 const std::string kInstance = "--problem gemm --size M=64,N=64,K=64 --threads 1 --min-time 0.05 --max-time 0.5";
 
-std::filesystem::path scratch(const std::string& name) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("kforge-optuna-tests-" + std::to_string(getpid())) / name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::filesystem::path scratch(const std::string& name) { return test::scratch_dir("kforge-optuna-tests", name); }
 
-std::vector<json> read_lines(const std::filesystem::path& p) {
-  std::vector<json> out;
-  std::ifstream in(p);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) out.push_back(json::parse(line));
-  return out;
-}
+std::vector<json> read_lines(const std::filesystem::path& p) { return test::read_json_lines(p); }
 
 json read_json(const std::string& p) {
   std::ifstream in(p);

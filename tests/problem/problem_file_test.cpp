@@ -33,13 +33,7 @@ std::string corpus(const std::string& file) {
 }
 
 // A fresh folder under /tmp for one test's files.
-std::filesystem::path scratch(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("kforge-problem-test-" + std::to_string(getpid()) + "-" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::filesystem::path scratch(const std::string& name) { return test::scratch_dir("kforge-problem-test", name); }
 
 void write(const std::filesystem::path& p, const std::string& text) {
   std::ofstream(p) << text;
