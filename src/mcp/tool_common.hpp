@@ -32,12 +32,11 @@ void apply_measure(const json& args, MeasureOptions& m);
 [[nodiscard]] Sizes sizes_of(const json& args, const Problem& p);
 [[nodiscard]] std::string backend_of(const json& args, Lang lang);
 [[nodiscard]] Lang lang_of_backend(const std::string& backend);
-// A backend in the server's own process, made one at a time and never while a measurement runs
-// here: PoCL's device queries crash when two threads open it at once (found by throwing
-// concurrent ceilings calls at the server).
+// A backend in the server's own process, never made while a measurement runs here (opening
+// OpenCL is serialized in the backend itself: PoCL crashes when two threads open it at once).
 [[nodiscard]] std::unique_ptr<Backend> open_backend(const std::string& name);
 // Held while a call uses a backend in the server's own process (ceilings): one at a time, so
-// that neither crashes nor disturbs the other's measurement. open_backend takes it too.
+// that one call does not disturb the other's measurement. open_backend takes it too.
 [[nodiscard]] std::unique_lock<std::recursive_mutex> in_process_measurement();
 
 // A request for `kernel`, from the instance arguments (verification thorough unless args.quick).

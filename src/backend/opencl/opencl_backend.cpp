@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <mutex>
 #include <utility>
 
 #include "backend/opencl/cl_errors.hpp"
@@ -451,6 +452,10 @@ class OpenClBackend final : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> make_opencl_backend(const BackendOptions& opts) {
+  // One at a time: PoCL's platform and device queries crash when two threads open it at once
+  // (found by concurrent `ceilings` calls to `kforge mcp`).
+  static std::mutex opening;
+  std::lock_guard lock(opening);
   return std::make_unique<OpenClBackend>(opts);
 }
 
