@@ -27,7 +27,9 @@ enum class Disposition {
 
 struct EvalRequest {
   std::string problem;
-  std::string problem_file;  // the problem file it was loaded from; empty for the library's
+  // The problem file it was loaded from; empty for the library's. evaluate_isolated fills it
+  // from the loaded problem, so the worker can load the file again.
+  std::string problem_file;
   KernelSpec kernel;
   Sizes sizes;           // complete (already resolved against the problem's defaults)
   Scalars scalars;       // values the user fixed (checked); the others follow the trial

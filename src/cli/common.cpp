@@ -41,7 +41,6 @@ EvalRequest make_request(const InstanceOptions& o, const Problem& p, const Kerne
                          const std::string& backend) {
   EvalRequest r;
   r.problem = p.name();
-  r.problem_file = p.source_file();
   r.kernel = kernel;
   r.sizes = p.resolve_sizes(parse_assignments(o.sizes));
   r.scalars = p.resolve_scalars(parse_real_assignments(o.scalars));
