@@ -107,26 +107,42 @@ INSTANTIATE_TEST_SUITE_P(
       return n;
     });
 
+// A copy of hostile source `file` whose target path `from` is replaced by one under this test's
+// own scratch directory: CTest runs tests in parallel processes, and two tests that watched the
+// same /tmp path saw each other's files (the sandbox-off test writes it on purpose).
+struct Retargeted {
+  std::string source;  // the copy, absolute
+  std::string target;  // the path the copy writes to
+};
+Retargeted retargeted(const std::string& file, const std::string& from, const std::string& test_name) {
+  const auto dir = test::scratch_dir("kforge-sandbox-test", test_name);
+  std::ifstream in(kRoot + "/tests/data/hostile/" + file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << file << " no longer names " << from;
+  Retargeted r{(dir / file).string(), (dir / "written.txt").string()};
+  if (at != std::string::npos) text.replace(at, from.size(), r.target);
+  std::ofstream(r.source) << text;
+  return r;
+}
+
 // Nothing the stopped candidates tried reached the file system.
 TEST(Sandbox, StoppedWritesLeaveNoFile) {
-  const std::string written = "/tmp/kforge-hostile-write.txt", shell = "/tmp/kforge-hostile-system.txt";
-  std::remove(written.c_str());
-  std::remove(shell.c_str());
-  EXPECT_EQ(eval("tests/data/hostile/write_file.cpp", kGemm64).disposition(), "crashed");
-  EXPECT_EQ(eval("tests/data/hostile/system_shell.cpp", kGemm64).disposition(), "crashed");
-  EXPECT_FALSE(std::filesystem::exists(written));
-  EXPECT_FALSE(std::filesystem::exists(shell));
+  const auto written = retargeted("write_file.cpp", "/tmp/kforge-hostile-write.txt", "stopped_write");
+  const auto shell = retargeted("system_shell.cpp", "/tmp/kforge-hostile-system.txt", "stopped_shell");
+  EXPECT_EQ(eval(written.source, kGemm64).disposition(), "crashed");
+  EXPECT_EQ(eval(shell.source, kGemm64).disposition(), "crashed");
+  EXPECT_FALSE(std::filesystem::exists(written.target));
+  EXPECT_FALSE(std::filesystem::exists(shell.target));
 }
 
 // With the sandbox off (the debugging switch), the same candidates do what they try and pass:
 // the sandbox, not a bug of theirs, is what stopped them above.
 TEST(Sandbox, OffTheHostileActsSucceedAndTheKernelsPass) {
-  const std::string written = "/tmp/kforge-hostile-write.txt";
-  std::remove(written.c_str());
-  const Eval w = eval("tests/data/hostile/write_file.cpp", kGemm64, "--no-sandbox");
+  const auto written = retargeted("write_file.cpp", "/tmp/kforge-hostile-write.txt", "off_write");
+  const Eval w = eval(written.source, kGemm64, "--no-sandbox");
   EXPECT_EQ(w.disposition(), "passed") << w.summary();
-  EXPECT_TRUE(std::filesystem::exists(written)) << "the file was not written with the sandbox off";
-  std::remove(written.c_str());
+  EXPECT_TRUE(std::filesystem::exists(written.target)) << "the file was not written with the sandbox off";
   const Eval r = eval("tests/data/hostile/read_reference_source.cpp", kGemm64, "", "KFORGE_NO_SANDBOX=1");
   EXPECT_EQ(r.disposition(), "passed") << r.summary();
   const Eval s = eval("tests/data/hostile/socket.cpp", kGemm64, "--no-sandbox");
