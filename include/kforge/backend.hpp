@@ -41,11 +41,27 @@ struct Arg {
   static Arg f(float v) { return {Kind::f32, nullptr, 0, v}; }
 };
 
+// What the compiler says one kernel uses, where it can be had without running it: the cuda
+// backend reads ptxas's report (so sm_90's registers and spills are known on a machine with no
+// GPU), the opencl backend asks the driver. A figure the backend cannot know stays -1.
+struct CompilerResources {
+  std::string reported_by;          // "ptxas sm_90", "OpenCL driver"; empty: nothing known
+  int registers = -1;               // per thread
+  long long spill_store_bytes = -1, spill_load_bytes = -1;
+  long long stack_bytes = -1;       // per-thread stack frame
+  long long shared_bytes = -1;      // static shared (cuda) or local (opencl) memory per block
+  long long private_bytes = -1;     // per work-item private memory (opencl)
+  int barriers = -1;                // named barriers used (cuda)
+  long long max_block_threads = -1; // the largest block this kernel can launch with (opencl)
+  [[nodiscard]] bool known() const { return !reported_by.empty(); }
+};
+
 class Module {
  public:
   virtual ~Module() = default;
   double compile_s = 0;   // seconds spent compiling (0 when it came from the cache)
   std::string log;        // compiler warnings, if any
+  CompilerResources resources;
 };
 
 class Backend {

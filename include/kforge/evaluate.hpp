@@ -55,6 +55,8 @@ struct EvalResult {
   ParamValues params;           // the full configuration that ran
   DType dtype = DType::fp32;
   double compile_s = 0;
+  bool compiled = false;        // the compile gate was passed (also when the backend cannot launch here)
+  CompilerResources resources;  // what the compiler reports the kernel uses (cuda, opencl)
   std::optional<VerifyReport> verify;
   std::optional<Timing> timing;
   double gflops = 0, gbytes_s = 0;
@@ -72,6 +74,9 @@ struct EvalResult {
   [[nodiscard]] nlohmann::json to_json() const;
   static EvalResult from_json(const nlohmann::json& j);
 };
+
+// The compiler's figures as JSON ({"reported_by": ..., "registers": ...}), unknown ones left out.
+[[nodiscard]] nlohmann::json resources_json(const CompilerResources& r);
 
 // Runs in this process: for kforge's own kernels, which are trusted not to crash it.
 // `before_first_launch` (the worker's sandbox) is called once the kernel is compiled and loaded

@@ -48,8 +48,10 @@ nlohmann::json indices_of(const Problem& p, const std::string& tensor, std::int6
 
 std::string gate_of(const EvalResult& r, const Sizes& task_sizes) {
   switch (r.disposition) {
-    case Disposition::invalid_config:
-    case Disposition::not_supported: return "static";
+    case Disposition::invalid_config: return "static";
+    // Compiled, but this machine cannot launch it (cuda without a GPU): the compile gate and
+    // the compiler's report are all it gets.
+    case Disposition::not_supported: return r.compiled ? "launch" : "static";
     case Disposition::compile_error: return "compile";
     case Disposition::crashed:
     case Disposition::timeout: return r.verify && r.verify->passed ? "timing" : "run";
@@ -95,8 +97,9 @@ std::string where(const nlohmann::json& first_bad) {
 }  // namespace
 
 nlohmann::json compile_errors(const std::string& log, const std::string& source_name, int max_errors) {
-  static const std::regex kDiag(R"(^(.*?):(\d+):(?:(\d+):)? (?:fatal )?error: (.*)$)");
-  static const std::regex kHeader(R"(^(.*?):(\d+):(?:(\d+):)? )");
+  // gcc and clang (PoCL) write `file:line:column: error: ...`; NVRTC writes `file(line): error: ...`.
+  static const std::regex kDiag(R"(^(.*?)(?::(\d+):(?:(\d+):)?|\((\d+)\):) (?:fatal )?error: (.*)$)");
+  static const std::regex kHeader(R"(^(.*?)(?::(\d+):(?:(\d+):)?|\((\d+)\):) )");
   nlohmann::json out = nlohmann::json::array();
   std::istringstream in(log);
   std::string line;
@@ -106,8 +109,8 @@ nlohmann::json compile_errors(const std::string& log, const std::string& source_
     if (std::regex_search(line, m, kDiag)) {
       if (static_cast<int>(out.size()) >= max_errors) break;
       const std::string file = m[1].str().find("prelude") != std::string::npos ? "prelude" : source_name;
-      out.push_back({{"file", file}, {"line", std::stoi(m[2])}, {"column", m[3].matched ? std::stoi(m[3]) : 0},
-                     {"message", m[4].str()}, {"excerpt", ""}});
+      out.push_back({{"file", file}, {"line", std::stoi(m[2].matched ? m[2] : m[4])},
+                     {"column", m[3].matched ? std::stoi(m[3]) : 0}, {"message", m[5].str()}, {"excerpt", ""}});
       open = &out.back();
     } else if (open && !std::regex_search(line, kHeader) && (*open)["excerpt"].get<std::string>().size() < 400) {
       (*open)["excerpt"] = (*open)["excerpt"].get<std::string>() + line + "\n";  // gcc's code and caret
@@ -153,6 +156,13 @@ Judged judge(const EvalResult& r, const FeedbackContext& ctx) {
       j.summary += fmt::format(", first bad element {}{}: got {:g}, expected {:g}", fl["first_bad"]["tensor"].get<std::string>(),
                                where(fl["first_bad"]), fl["first_bad"]["got"].get<double>(),
                                fl["first_bad"]["expected"].get<double>());
+  } else if (j.gate == "launch") {
+    const CompilerResources& c = r.resources;
+    j.summary = c.known() ? fmt::format("compiled only ({}): {} registers, {} B spill stores, {} B spill loads, {} B "
+                                        "shared memory; {}",
+                                        c.reported_by, c.registers, c.spill_store_bytes, c.spill_load_bytes,
+                                        c.shared_bytes, r.error)
+                          : "compiled only: " + r.error;
   } else if (!r.passed()) {
     j.summary = j.disposition + ": " + r.error;
   }
@@ -176,6 +186,9 @@ Judged judge(const EvalResult& r, const FeedbackContext& ctx) {
                   {"memory_roof", r.roofline->memory_roof}, {"t_sol_s", r.roofline->t_sol_s}};
     }
   }
+  // What the compiler says the kernel uses (registers and spills from ptxas, an OpenCL
+  // kernel's local and private memory): known after a compile, with or without a GPU.
+  if (r.resources.known()) f["compiler"] = resources_json(r.resources);
   f["counters"] = ctx.counters;
   if (r.passed()) {
     j.score += kCorrect + kPerSpeedup * j.speedup.value_or(0);

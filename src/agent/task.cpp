@@ -7,12 +7,13 @@
 namespace kforge::agent {
 
 nlohmann::json Baseline::to_json() const {
-  return {{"name", name}, {"median_s", median_s}, {"sol_s", sol_s}, {"sol_bound", sol_bound}, {"device", device}};
+  return {{"name", name},           {"median_s", median_s}, {"sol_s", sol_s},
+          {"sol_bound", sol_bound}, {"device", device},     {"compile_only", compile_only}};
 }
 
 Baseline Baseline::from_json(const nlohmann::json& j) {
-  return {j.value("name", ""), j.value("median_s", 0.0), j.value("sol_s", 0.0), j.value("sol_bound", ""),
-          j.value("device", "")};
+  return {j.value("name", ""),      j.value("median_s", 0.0), j.value("sol_s", 0.0),
+          j.value("sol_bound", ""), j.value("device", ""),    j.value("compile_only", "")};
 }
 
 Lang backend_lang(const std::string& backend) {
@@ -51,6 +52,10 @@ Baseline measure_baseline(const AgentOptions& o, const Problem& p) {
   req.measure = o.measure;
   const EvalResult r = evaluate_isolated(req, o.limits);
   b.device = r.device;
+  if (r.disposition == Disposition::not_supported && r.compiled) {
+    b.compile_only = r.error;  // no GPU: the candidates are compiled and reported on, never run
+    return b;
+  }
   if (!r.passed() || !r.timing)
     throw UsageError("the library kernel " + req.kernel.name + " did not pass at these sizes (" + r.error +
                      "): pick other --size values");
@@ -116,6 +121,11 @@ nlohmann::json task_message(const AgentOptions& o, const Problem& p, const Basel
       {"counters", counters},
       {"score", "arena: compiled 20 + correct 100 + 100 x speedup over the baseline"},
       {"budget", o.budget},
+      {"compile_only", b.compile_only.empty()
+                           ? nlohmann::json()
+                           : nlohmann::json(b.compile_only + ": every candidate is compiled and gets the "
+                                                             "compiler's report (registers, spills, shared memory); "
+                                                             "none is verified or timed")},
   };
 }
 

@@ -18,6 +18,8 @@ struct Baseline {
   double sol_s = 0;       // the speed-of-light time at these sizes; 0: unknown
   std::string sol_bound;  // "compute" or "memory"
   std::string device;
+  // Why candidates are compiled only (the backend cannot launch on this machine); empty: they run.
+  std::string compile_only;
   [[nodiscard]] nlohmann::json to_json() const;
   static Baseline from_json(const nlohmann::json& j);
 };

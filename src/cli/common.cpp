@@ -89,6 +89,13 @@ void print_results(const std::vector<EvalResult>& results, bool json, bool bench
     if (!r.passed()) fmt::print("  error: {}\n", r.error);
     if (!r.compile_log.empty() && r.disposition == Disposition::compile_error)
       fmt::print("  compiler said:\n{}\n", r.compile_log.substr(0, 4000));
+    if (r.resources.known()) {
+      std::string uses;
+      const nlohmann::json figures = resources_json(r.resources);
+      for (const auto& [name, v] : figures.items())
+        if (name != "reported_by") uses += fmt::format(" {}={}", name, v.dump());
+      fmt::print("  resources ({}):{}\n", r.resources.reported_by, uses);
+    }
     if (r.verify) {
       fmt::print("  verify: {} run(s) checked, {} fuzzed shape(s), max abs error {:.3g}, rel Frobenius {:.3g}, "
                  "worst error/bound {:.3g}\n",

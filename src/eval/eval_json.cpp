@@ -61,14 +61,48 @@ EvalRequest EvalRequest::from_json(const nlohmann::json& j) {
   return r;
 }
 
+// The compiler's figures under "resources", the unknown ones (-1) left out.
+nlohmann::json resources_json(const CompilerResources& r) {
+  nlohmann::json j = {{"reported_by", r.reported_by}};
+  const auto put = [&j](const char* name, long long v) {
+    if (v >= 0) j[name] = v;
+  };
+  put("registers", r.registers);
+  put("spill_store_bytes", r.spill_store_bytes);
+  put("spill_load_bytes", r.spill_load_bytes);
+  put("stack_bytes", r.stack_bytes);
+  put("shared_bytes", r.shared_bytes);
+  put("private_bytes", r.private_bytes);
+  put("barriers", r.barriers);
+  put("max_block_threads", r.max_block_threads);
+  return j;
+}
+
+namespace {
+CompilerResources resources_from_json(const nlohmann::json& j) {
+  CompilerResources r;
+  r.reported_by = j.value("reported_by", "");
+  r.registers = j.value("registers", -1);
+  r.spill_store_bytes = j.value("spill_store_bytes", -1LL);
+  r.spill_load_bytes = j.value("spill_load_bytes", -1LL);
+  r.stack_bytes = j.value("stack_bytes", -1LL);
+  r.shared_bytes = j.value("shared_bytes", -1LL);
+  r.private_bytes = j.value("private_bytes", -1LL);
+  r.barriers = j.value("barriers", -1);
+  r.max_block_threads = j.value("max_block_threads", -1LL);
+  return r;
+}
+}  // namespace
+
 nlohmann::json EvalResult::to_json() const {
   nlohmann::json j = {{"problem", problem},     {"kernel", kernel},   {"backend", backend},
                       {"device", device},       {"sizes", sizes},     {"dtype", dtype_name(dtype)},
                       {"params", params},       {"disposition", disposition_name(disposition)},
-                      {"compile_s", compile_s}};
+                      {"compiled", compiled},   {"compile_s", compile_s}};
   if (!scalars.empty()) j["scalars"] = scalars;
   if (!passed()) j["error"] = error;
   if (!compile_log.empty()) j["compile_log"] = compile_log;
+  if (resources.known()) j["resources"] = resources_json(resources);
   if (verify) j["verify"] = verify->to_json();
   if (timing) {
     j["median_s"] = timing->median_s;
@@ -126,6 +160,8 @@ EvalResult EvalResult::from_json(const nlohmann::json& j) {
   r.error = j.value("error", "");
   r.compile_log = j.value("compile_log", "");
   r.compile_s = j.value("compile_s", 0.0);
+  r.compiled = j.value("compiled", false);
+  if (j.contains("resources")) r.resources = resources_from_json(j.at("resources"));
   if (j.contains("verify")) r.verify = VerifyReport::from_json(j.at("verify"));
   if (j.contains("samples")) {
     r.timing = summarize(j.at("samples").get<std::vector<double>>());

@@ -254,8 +254,10 @@ void run_gates(const EvalRequest& req, Backend& backend, EvalResult& r,
     r.compile_log = e.log;
     return;
   }
+  r.compiled = true;
   r.compile_s = module->compile_s;
   r.compile_log = module->log;
+  r.resources = module->resources;
   if (!backend.can_run()) {
     r.disposition = Disposition::not_supported;
     r.error = "compiled, but the " + backend.name() + " backend cannot launch on this machine (" +

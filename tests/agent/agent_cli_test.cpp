@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <map>
 
+#include "kforge/backend.hpp"
 #include "kforge/store.hpp"
 #include "test_util.hpp"
 
@@ -272,6 +273,85 @@ TEST(AgentFeedback, ACompileErrorNamesTheLineOfTheCandidatesOwnSource) {
   EXPECT_EQ(e.at("line").get<long>(), 1 + std::count(src.begin(), src.begin() + static_cast<long>(at), '\n'));
   EXPECT_EQ(f.at("score"), 0.0);
 }
+
+// A script of one candidate: the library's own `lang` kernel of gemm with its spec (or, with
+// `broken`, its source with a line that does not compile), for `kforge agent --backend`.
+std::filesystem::path library_script(const std::filesystem::path& dir, const std::string& backend, const std::string& ext,
+                                     const std::string& broken = "") {
+  const std::string gemm = std::string(KFORGE_TEST_DATA) + "/../../kernels/gemm/";
+  json spec = json::parse(test::data_file("../../kernels/gemm/gemm_" + backend + ".json"));
+  spec.erase("source");
+  std::string src = test::data_file("../../kernels/gemm/gemm." + ext);
+  if (!broken.empty()) src = broken + "\n" + src;
+  std::ofstream(dir / ("gemm." + ext)) << src;
+  std::ofstream(dir / "script.json") << json::array({{{"source", "gemm." + ext}, {"lang", backend}, {"spec", spec}}}).dump();
+  return dir / "script.json";
+}
+
+// The task and the feedback the proposer received, in order (the closing `done` left out).
+std::vector<json> task_and_feedback(const std::filesystem::path& dir) {
+  std::vector<json> out;
+  for (const auto& m : read_lines(dir / "log.jsonl"))
+    if (m.at("type") != "done") out.push_back(m);
+  return out;
+}
+
+test::CommandResult agent_on(const std::string& backend, const std::filesystem::path& dir) {
+  return kforge_cli("agent " + kInstance + " --backend " + backend + " --budget 1 --proposer 'python3 " + kExamples +
+                    "/scripted.py " + (dir / "script.json").string() + " --log " + (dir / "log.jsonl").string() +
+                    "' --db " + (dir / "results.db").string() + " --out " + (dir / "out").string() + " --json");
+}
+
+// On OpenCL (PoCL here) the library's kernel passes through the loop, and the feedback carries
+// the driver's report: the local memory its tiles declare, (MWG + NWG) x KWG floats.
+TEST(AgentBackends, OpenClCandidatePassesWithTheDriversReport) {
+  const auto dir = scratch("opencl");
+  library_script(dir, "opencl", "cl");
+  const auto r = agent_on("opencl", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto ms = task_and_feedback(dir);
+  ASSERT_EQ(ms.size(), 2u);
+  EXPECT_TRUE(ms[0].at("compile_only").is_null());
+  const json& f = ms[1];
+  EXPECT_EQ(f.at("disposition"), "passed") << f.dump(2);
+  const json d = json::parse(test::data_file("../../kernels/gemm/gemm_opencl.json")).at("defaults");
+  EXPECT_EQ(f.at("compiler").at("reported_by"), "OpenCL driver");
+  EXPECT_EQ(f.at("compiler").at("shared_bytes"),
+            (d.at("MWG").get<int>() + d.at("NWG").get<int>()) * d.at("KWG").get<int>() * 4);
+  EXPECT_GT(f.at("compiler").at("max_block_threads").get<int>(), 0);
+}
+
+#ifdef KFORGE_WITH_CUDA
+// Without a GPU, `--backend cuda` is a compile-only loop: the task says so, the candidate stops
+// at the gate `launch` with ptxas's registers and spills, and a broken one gets NVRTC's errors at
+// its own lines.
+TEST(AgentBackends, CudaWithoutAGpuCompilesAndReportsPtxas) {
+  if (make_backend("cuda")->can_run()) GTEST_SKIP() << "this machine runs CUDA: the loop is the full one";
+  const auto dir = scratch("cuda");
+  library_script(dir, "cuda", "cu");
+  const auto r = agent_on("cuda", dir);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;  // nothing passed: nothing ran
+  auto ms = task_and_feedback(dir);
+  ASSERT_EQ(ms.size(), 2u);
+  EXPECT_NE(ms[0].at("compile_only").get<std::string>().find("cannot launch"), std::string::npos) << ms[0].dump(2);
+  EXPECT_EQ(ms[1].at("disposition"), "not_supported") << ms[1].dump(2);
+  EXPECT_EQ(ms[1].at("gate"), "launch");
+  EXPECT_EQ(ms[1].at("compiler").at("reported_by"), "ptxas sm_90");
+  EXPECT_GT(ms[1].at("compiler").at("registers").get<int>(), 0);
+  EXPECT_EQ(ms[1].at("compiler").at("spill_store_bytes"), 0);
+  EXPECT_EQ(ms[1].at("score"), 20.0);  // compiled
+
+  const auto broken = scratch("cuda_broken");
+  library_script(broken, "cuda", "cu", "__device__ int broken_kf() { return undeclared_kf; }");
+  EXPECT_EQ(agent_on("cuda", broken).exit_code, 1);
+  ms = task_and_feedback(broken);
+  ASSERT_EQ(ms.size(), 2u);
+  EXPECT_EQ(ms[1].at("gate"), "compile") << ms[1].dump(2);
+  ASSERT_FALSE(ms[1].at("compile_errors").empty()) << ms[1].dump(2);
+  EXPECT_EQ(ms[1].at("compile_errors")[0].at("line"), 1);
+  EXPECT_EQ(ms[1].at("compile_errors")[0].at("file"), "attempt-001.cu");
+}
+#endif
 
 void expect_clean_failure(const std::string& name, const std::string& proposer, const std::string& says) {
   const auto dir = scratch(name);

@@ -84,6 +84,25 @@ TEST(AgentFeedback, CompileErrorsAreTrimmedToTheFirstAtTheCandidatesLines) {
   EXPECT_EQ(e[1].at("line"), 9);
 }
 
+// NVRTC's own format, `file(line): error: ...`, with its excerpt and caret on the next lines.
+TEST(AgentFeedback, NvrtcCompileErrorsGiveTheLineToo) {
+  const std::string log =
+      "attempt-003.cu(12): error: identifier \"acc\" is undefined\n"
+      "      acc += a * b;\n"
+      "      ^\n"
+      "\n"
+      "attempt-003.cu(20): warning #177-D: variable \"t\" was declared but never referenced\n"
+      "attempt-003.cu(31): error: expected a \";\"\n"
+      "2 errors detected in the compilation of \"attempt-003.cu\".\n";
+  const json e = compile_errors(log, "attempt-003.cu");
+  ASSERT_EQ(e.size(), 2u) << e.dump(2);
+  EXPECT_EQ(e[0].at("line"), 12);
+  EXPECT_EQ(e[0].at("column"), 0);
+  EXPECT_EQ(e[0].at("message"), "identifier \"acc\" is undefined");
+  EXPECT_NE(e[0].at("excerpt").get<std::string>().find("acc += a * b;"), std::string::npos);
+  EXPECT_EQ(e[1].at("line"), 31);
+}
+
 TEST(AgentFeedback, HardwareCountersAreStatedNeverInvented) {
   const std::string c = hardware_counters();
   EXPECT_TRUE(c.rfind("unavailable: ", 0) == 0 || c.rfind("available", 0) == 0) << c;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/cuda/nvrtc_compiler.hpp"
+#include "backend/cuda/ptxas_report.hpp"
 #include "test_util.hpp"  // the tests' own cache folder
 #include "kforge/backend.hpp"
 #include "kforge/error.hpp"
@@ -97,6 +98,79 @@ TEST(CudaBackend, SecondCompileComesFromTheCache) {
   EXPECT_GT(first->compile_s, 0.0);
   auto second = b->compile(src, "k", {{"NONCE", nonce}});
   EXPECT_EQ(second->compile_s, 0.0);
+}
+
+// ptxas's report reaches the module without a GPU: registers, spills, shared memory and
+// barriers of the entry; a kernel squeezed into 32 registers that needs more spills, one that
+// is not does not; the report's lines never show up as compiler warnings, and a cached module
+// reports the same figures as a fresh compile.
+TEST(CudaBackend, PtxasReportsRegistersSpillsAndSharedMemory) {
+  auto b = make_backend("cuda");
+  const std::string nonce =
+      std::to_string(std::chrono::steady_clock::now().time_since_epoch().count() % 1000000007);
+  // 37 floats of shared memory per thread of a 128-thread block: 18944 bytes, not a round tile.
+  const std::string roomy =
+      "extern \"C\" __global__ void __launch_bounds__(128) roomy(float* x, int n) {\n"
+      "  __shared__ float tile[128 * 37];\n"
+      "  for (int i = threadIdx.x; i < 128 * 37; i += 128) tile[i] = x[i] * NONCE;\n"
+      "  __syncthreads();\n"
+      "  x[threadIdx.x] = tile[(threadIdx.x * 37 + n) % (128 * 37)];\n"
+      "}\n";
+  auto m = b->compile(roomy, "roomy", {{"NONCE", nonce}});
+  const CompilerResources& r = m->resources;
+  EXPECT_EQ(r.reported_by, "ptxas sm_90");
+  EXPECT_GT(r.registers, 0);
+  EXPECT_EQ(r.shared_bytes, 128 * 37 * 4);
+  EXPECT_EQ(r.barriers, 1);
+  EXPECT_EQ(r.spill_store_bytes, 0);
+  EXPECT_EQ(m->log.find("ptxas"), std::string::npos) << m->log;
+  const auto cached = b->compile(roomy, "roomy", {{"NONCE", nonce}});
+  EXPECT_EQ(cached->compile_s, 0.0);
+  EXPECT_EQ(cached->resources.registers, r.registers);
+  EXPECT_EQ(cached->resources.shared_bytes, r.shared_bytes);
+
+  // 64 live accumulators in a block of 1024 threads with 2 blocks per SM: ptxas may use at most
+  // 32 registers a thread, so it spills.
+  const std::string squeezed =
+      "extern \"C\" __global__ void __launch_bounds__(1024, 2) squeezed(const float* x, float* y, int n) {\n"
+      "  float acc[64];\n"
+      "  for (int j = 0; j < 64; ++j) acc[j] = x[j] * NONCE;\n"
+      "  for (int i = 0; i < n; ++i)\n"
+      "#pragma unroll\n"
+      "    for (int j = 0; j < 64; ++j) acc[j] = acc[j] * x[i * 64 + j] + acc[(j + 7) % 64];\n"
+      "#pragma unroll\n"
+      "  for (int j = 0; j < 64; ++j) y[threadIdx.x * 64 + j] = acc[j];\n"
+      "}\n";
+  const auto s = b->compile(squeezed, "squeezed", {{"NONCE", nonce}})->resources;
+  EXPECT_LE(s.registers, 32);
+  EXPECT_GT(s.spill_store_bytes, 0);
+  EXPECT_GT(s.spill_load_bytes, 0);
+}
+
+TEST(CudaBackend, PtxasReportParsesTheEntryAmongOtherFunctions) {
+  const std::string log =
+      "kernel.cu(3): warning #177-D: variable \"unused\" was declared but never referenced\n"
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Function properties for helper\n"
+      "ptxas         .     24 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n"
+      "ptxas info    : Compiling entry function 'other' for 'sm_90'\n"
+      "ptxas info    : Function properties for other\n"
+      "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 12 registers, 380 bytes cmem[0]\n"
+      "ptxas info    : Compiling entry function 'main_k' for 'sm_90'\n"
+      "ptxas info    : Function properties for main_k\n"
+      "ptxas         .     40 bytes stack frame, 36 bytes spill stores, 28 bytes spill loads\n"
+      "ptxas info    : Used 255 registers, used 2 barriers, 4100 bytes smem, 380 bytes cmem[0]\n";
+  const auto rep = cuda::parse_ptxas_report(log, "main_k", "sm_90");
+  EXPECT_EQ(rep.entry.reported_by, "ptxas sm_90");
+  EXPECT_EQ(rep.entry.registers, 255);
+  EXPECT_EQ(rep.entry.barriers, 2);
+  EXPECT_EQ(rep.entry.shared_bytes, 4100);
+  EXPECT_EQ(rep.entry.stack_bytes, 40);
+  EXPECT_EQ(rep.entry.spill_store_bytes, 36);
+  EXPECT_EQ(rep.entry.spill_load_bytes, 28);
+  EXPECT_EQ(rep.rest, "kernel.cu(3): warning #177-D: variable \"unused\" was declared but never referenced");
+  EXPECT_FALSE(cuda::parse_ptxas_report(log, "absent", "sm_90").entry.known());
 }
 
 TEST(CudaBackend, SyntaxErrorGivesCompileErrorWithTheLog) {

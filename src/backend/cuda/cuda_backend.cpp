@@ -136,6 +136,7 @@ class CudaBackend final : public Backend {
     auto m = std::make_shared<CudaModule>();
     m->compile_s = cubin.compile_s;
     m->log = std::move(cubin.log);
+    m->resources = cubin.resources;
     if (!ctx_) return m;  // compiled only: nothing to load it into
     m->ctx = ctx_;
     ctx_->current();

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "backend/cuda/ptxas_report.hpp"
 #include "backend/with_prelude.hpp"
 #include "kforge/error.hpp"
 #include "kforge/util.hpp"
@@ -19,7 +20,8 @@ struct ProgramDeleter {
 using Program = std::unique_ptr<_nvrtcProgram, ProgramDeleter>;
 
 std::vector<std::string> options(const Defines& defines, const std::string& arch) {
-  std::vector<std::string> o{"--gpu-architecture=" + arch, "-std=c++17"};
+  // ptxas's verbose report gives registers, spills and shared memory without a GPU.
+  std::vector<std::string> o{"--gpu-architecture=" + arch, "-std=c++17", "--ptxas-options=-v"};
   // The toolkit's headers (cuda_fp16.h, cuda_bf16.h, ...), found when kforge was configured.
   for (const auto& dir : split(KFORGE_CUDA_INCLUDE, ';'))
     if (!dir.empty()) o.push_back("-I" + dir);
@@ -55,6 +57,7 @@ Cubin compile_cubin(const std::string& kernel_source, const std::string& entry,
   const auto dir = cache_dir("cuda");
   const std::string stem = hex64(hash64(key));
   const auto cubin_path = dir / (stem + ".cubin"), name_path = dir / (stem + ".entry");
+  const auto log_path = dir / (stem + ".log");  // NVRTC's log, ptxas's report in it
 
   Cubin out;
   out.arch = arch;
@@ -62,6 +65,10 @@ Cubin compile_cubin(const std::string& kernel_source, const std::string& entry,
     try {
       out.image = read_file(cubin_path);
       out.entry_name = read_file(name_path);
+      const std::string log = std::filesystem::exists(log_path) ? read_file(log_path) : "";
+      auto report = parse_ptxas_report(log, out.entry_name, arch);
+      out.resources = report.entry;
+      out.log = std::move(report.rest);
       if (!out.image.empty() && !out.entry_name.empty()) return out;
     } catch (const std::exception&) {
       // unreadable: compile again
@@ -101,6 +108,10 @@ Cubin compile_cubin(const std::string& kernel_source, const std::string& entry,
   nvrtcGetCUBIN(raw, out.image.data());
   out.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
+  write_file_atomic(log_path, out.log);
+  auto report = parse_ptxas_report(out.log, out.entry_name, arch);
+  out.resources = report.entry;
+  out.log = std::move(report.rest);
   write_file_atomic(name_path, out.entry_name);
   write_file_atomic(cubin_path, out.image);
   return out;

@@ -10,7 +10,8 @@ struct Cubin {
   std::string image;       // the ELF image for cuModuleLoadData
   std::string entry_name;  // the entry's symbol in the image (its lowered name)
   std::string arch;        // "sm_90"
-  std::string log;         // NVRTC's warnings, if any
+  std::string log;         // NVRTC's warnings, if any (ptxas's report is in `resources`)
+  CompilerResources resources;  // the entry's registers, spills, shared memory (ptxas)
   double compile_s = 0;    // 0 when it came from the cache
 };
 

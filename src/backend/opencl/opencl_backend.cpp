@@ -164,6 +164,22 @@ struct ClBuffer final : Buffer {
   MemH mem;
 };
 
+// What the driver says the kernel uses (any device, no launch needed); a query the driver
+// refuses leaves its figure unknown (-1).
+CompilerResources kernel_resources(cl_kernel k, cl_device_id dev) {
+  CompilerResources r;
+  r.reported_by = "OpenCL driver";
+  cl_ulong local = 0, priv = 0;
+  std::size_t group = 0;
+  if (clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local, &local, nullptr) == CL_SUCCESS)
+    r.shared_bytes = static_cast<long long>(local);
+  if (clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_PRIVATE_MEM_SIZE, sizeof priv, &priv, nullptr) == CL_SUCCESS)
+    r.private_bytes = static_cast<long long>(priv);
+  if (clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof group, &group, nullptr) == CL_SUCCESS)
+    r.max_block_threads = static_cast<long long>(group);
+  return r;
+}
+
 struct ClModule final : Module {
   std::shared_ptr<Device> dev;
   ProgramH program;
@@ -273,6 +289,7 @@ class OpenClBackend final : public Backend {
                              "\ndeclare it as `__kernel void " + entry + "(...)`");
     if (rc != CL_SUCCESS)
       throw CompileError("clCreateKernel(" + entry + ") failed: " + error_name(rc), m->log);
+    m->resources = kernel_resources(m->kernel.get(), d->id);
     return m;
   }
 
