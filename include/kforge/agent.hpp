@@ -10,6 +10,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -55,6 +57,30 @@ struct AgentSummary {
   std::filesystem::path best_file;
   [[nodiscard]] nlohmann::json to_json() const;
 };
+
+// The scores of agent runs over a set of problems, as agent benchmarks publish them. Each problem
+// instance (problem, sizes, dtype, backend) counts once, by its latest run; its verdict is the
+// run's final check (the best candidate verified again with unseen inputs and shapes, and timed
+// again), never an attempt's own: a run whose final check failed is not correct.
+struct AgentRunScore {
+  std::int64_t run_id = 0;
+  std::string problem, sizes, dtype, backend, proposer;
+  int attempts = 0;
+  bool correct = false;         // the final check passed
+  std::optional<double> speedup, sol_fraction;  // of the final check
+  double arena = 0;             // compiled 20 + correct 100 + 100 x speedup, of the final check
+  std::int64_t superseded = 0;  // earlier runs of the same instance left out
+};
+struct AgentScores {
+  std::vector<AgentRunScore> runs;
+  std::vector<std::pair<double, double>> fast_p;  // (p, share of instances): p = 0, 1, 1.5, 2
+  double geomean_speedup = 0;   // over the correct instances with a speedup; 0 when none
+  double geomean_sol = 0;       // over the correct instances with an SOL fraction; 0 when none
+  double mean_arena = 0;
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+// `run_ids` empty: every agent run in the store.
+[[nodiscard]] AgentScores agent_scores(const Store& store, const std::vector<std::int64_t>& run_ids = {});
 
 // Runs the loop to its budget or the proposer's stop. Throws ProposerError when the proposer
 // breaks the protocol (everything journaled before stays), UsageError for bad options.

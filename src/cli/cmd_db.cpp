@@ -1,5 +1,6 @@
 // `kforge db`: the results store. list (runs), show ID (one run and its evaluations),
-// export --format json|csv|kerneltuner, import FILE (Kernel Tuner cache files).
+// export --format json|csv|kerneltuner, import FILE (Kernel Tuner cache files), scores (fast_p
+// over agent runs).
 #include <fmt/format.h>
 
 #include <fstream>
@@ -7,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/store_options.hpp"
+#include "kforge/agent.hpp"
 #include "kforge/error.hpp"
 #include "kforge/store.hpp"
 
@@ -162,15 +164,51 @@ void add_db_import(CLI::App& db) {
   });
 }
 
+// fast_p and the other published agent scores over the store's agent runs (agent_scores()).
+void add_db_scores(CLI::App& db) {
+  auto* cmd = db.add_subcommand("scores", "fast_p, geometric means and arena scores over `kforge agent` runs");
+  struct Opts { std::string db; std::vector<std::int64_t> runs; bool json = false; };
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("runs", o->runs, "run ids (default: every agent run; each problem instance counts once, by "
+                                   "its latest run)");
+  add_db_option(*cmd, o->db);
+  cmd->add_flag("--json", o->json, "print one JSON document instead of a table");
+  cmd->callback([o] {
+    const Store store(store_path(o->db), Store::Mode::read_only);
+    const AgentScores s = agent_scores(store, o->runs);
+    if (o->json) {
+      fmt::print("{}\n", s.to_json().dump(2));
+      return;
+    }
+    if (s.runs.empty()) {
+      fmt::print("no `kforge agent` runs in {}\n", store.path().string());
+      return;
+    }
+    fmt::print("{:>4} {:<22} {:<26} {:<7} {:>8} {:>8} {:>8} {:>6} {:>7}\n", "run", "problem", "sizes", "backend",
+               "attempts", "correct", "speedup", "SOL%", "arena");
+    for (const auto& r : s.runs)
+      fmt::print("{:>4} {:<22} {:<26} {:<7} {:>8} {:>8} {:>8} {:>6} {:>7.1f}\n", r.run_id, shorten(r.problem, 22),
+                 shorten(r.sizes, 26), r.backend, r.attempts, r.correct ? "yes" : "no",
+                 r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "-",
+                 r.sol_fraction ? fmt::format("{:.1f}", 100 * *r.sol_fraction) : "-", r.arena);
+    std::string fp;
+    for (const auto& [p, v] : s.fast_p) fp += fmt::format("  fast_{:g} {:.2f}", p, v);
+    fmt::print("over {} problem instance(s), by each run's final check:{}\n  geometric mean speedup {:.2f}x, "
+               "SOL {:.1f}% (correct ones); mean arena score {:.1f}\n",
+               s.runs.size(), fp, s.geomean_speedup, 100 * s.geomean_sol, s.mean_arena);
+  });
+}
+
 }  // namespace
 
 void add_db(CLI::App& app, int& code) {
-  auto* db = app.add_subcommand("db", "the results store: list, show, export and import evaluations");
+  auto* db = app.add_subcommand("db", "the results store: list, show, export and import evaluations; agent scores");
   db->require_subcommand(1);
   add_db_list(*db);
   add_db_show(*db);
   add_db_export(*db);
   add_db_import(*db);
+  add_db_scores(*db);
   (void)code;  // errors throw; the subcommands exit 0 otherwise
 }
 

@@ -274,6 +274,27 @@ TEST(AgentFeedback, ACompileErrorNamesTheLineOfTheCandidatesOwnSource) {
   EXPECT_EQ(f.at("score"), 0.0);
 }
 
+// The run's scores come from its final check (the re-verified, re-timed best), the run counted
+// once although it was resumed.
+TEST_F(AgentRun, DbScoresCountTheRunByItsFinalCheck) {
+  const auto r = kforge_cli("db scores --json --db " + (dir_ / "results.db").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json s = parse_or_fail(r), final_check = parse_or_fail(first_).at("final");
+  ASSERT_EQ(s.at("instances"), 1);
+  const json& run = s.at("runs")[0];
+  EXPECT_EQ(run.at("problem"), "gemm");
+  EXPECT_EQ(run.at("attempts"), 4);
+  EXPECT_EQ(run.at("correct"), final_check.at("passed"));
+  EXPECT_EQ(run.at("speedup"), final_check.at("speedup"));
+  EXPECT_EQ(run.at("arena"), final_check.at("score"));
+  EXPECT_EQ(s.at("fast_p").at("fast_0"), final_check.at("passed").get<bool>() ? 1.0 : 0.0);
+  EXPECT_EQ(s.at("fast_p").at("fast_1.0"),
+            final_check.at("passed").get<bool>() && final_check.at("speedup").get<double>() >= 1 ? 1.0 : 0.0);
+  const auto table = kforge_cli("db scores --db " + (dir_ / "results.db").string());
+  EXPECT_NE(table.out.find("fast_1.5"), std::string::npos) << table.out;
+  EXPECT_EQ(kforge_cli("db scores 999 --db " + (dir_ / "results.db").string()).exit_code, 2);
+}
+
 // A script of one candidate: the library's own `lang` kernel of gemm with its spec (or, with
 // `broken`, its source with a line that does not compile), for `kforge agent --backend`.
 std::filesystem::path library_script(const std::filesystem::path& dir, const std::string& backend, const std::string& ext,
