@@ -2,7 +2,10 @@
 """The cost of the worker's seccomp sandbox (docs/commands/eval.md, "Sandbox"): `kforge eval
 --bench` of a kernel with and without it (KFORGE_NO_SANDBOX=1), interleaved, several rounds.
 Prints per kernel the median of the timed kernel's median_s with the sandbox over without it,
-with min..max over rounds, and the same for the command's wall time. CPU timings.
+with min..max over rounds, and the same for the command's wall time. CPU timings. For OpenCL
+(PoCL) the sandboxed worker also runs PoCL's generic work-group function instead of one
+specialized to the local size (kforge-worker sets POCL_WORK_GROUP_SPECIALIZATION=0 there): the
+ratio includes that.
 
     python3 bench/sandbox_overhead.py [--kforge build/kforge] [--rounds 7]
 """
@@ -14,18 +17,24 @@ import subprocess
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KERNELS = [  # (label, source, extra arguments)
-    ("naive gemm, no system calls", "examples/naive_gemm.cpp", []),
-    ("naive gemm + 20,000 getppid per launch", "bench/data/syscall_heavy_gemm.cpp", []),
+CPU_GEMM = ["--lang", "cpp", "--grid", "ceil_div(M,16)"]
+CL_TILED = ["--lang", "opencl", "--backend", "opencl", "--spec", os.path.join(ROOT, "kernels/gemm/gemm_opencl.json")]
+KERNELS = [  # (label, source, arguments, sizes)
+    ("naive gemm, no system calls", "examples/naive_gemm.cpp", CPU_GEMM, "M=300,N=200,K=77"),
+    ("naive gemm + 20,000 getppid per launch", "bench/data/syscall_heavy_gemm.cpp", CPU_GEMM, "M=300,N=200,K=77"),
+    ("OpenCL naive gemm (16x16 work-groups)", "examples/naive_gemm.cl",
+     ["--lang", "opencl", "--backend", "opencl", "--grid", "ceil_div(N,16),ceil_div(M,16)", "--block", "16,16"],
+     "M=300,N=200,K=77"),
+    ("OpenCL tiled gemm (the library's, defaults)", "kernels/gemm/gemm.cl", CL_TILED, "M=512,N=512,K=512"),
 ]
 
 
-def run(kforge, source, sandbox):
+def run(kforge, source, args, sizes, sandbox):
     env = dict(os.environ, OPENBLAS_THREAD_TIMEOUT="4")
     if not sandbox:
         env["KFORGE_NO_SANDBOX"] = "1"
-    cmd = [kforge, "eval", "--problem", "gemm", "--lang", "cpp", "--source", os.path.join(ROOT, source),
-           "--grid", "ceil_div(M,16)", "--size", "M=300,N=200,K=77", "--bench", "--json"]
+    cmd = [kforge, "eval", "--problem", "gemm", "--source", os.path.join(ROOT, source), *args,
+           "--size", sizes, "--quick", "--bench", "--json"]
     t0 = time.perf_counter()
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -46,11 +55,11 @@ def main():
     a = ap.parse_args()
     print(f"| kernel | kernel time, sandbox / none | wall time, sandbox / none | median kernel ms (sandbox, none) |")
     print("|---|---|---|---|")
-    for label, source, _ in KERNELS:
+    for label, source, args, sizes in KERNELS:
         k_ratio, w_ratio, on_ms, off_ms = [], [], [], []
         for r in range(a.rounds):
             order = [True, False] if r % 2 == 0 else [False, True]
-            got = {s: run(a.kforge, source, s) for s in order}
+            got = {s: run(a.kforge, source, args, sizes, s) for s in order}
             k_ratio.append(got[True][0] / got[False][0])
             w_ratio.append(got[True][1] / got[False][1])
             on_ms.append(got[True][0] * 1e3)

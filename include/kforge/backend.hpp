@@ -91,6 +91,10 @@ class Backend {
 struct BackendOptions {
   int threads = 0;         // cpu: worker threads (0: all cores)
   int device_index = 0;    // opencl/cuda: which device
+  // opencl: have the driver load each kernel's compiled code when it is compiled, not at its
+  // first launch (PoCL opens a file then), so that a sandboxed worker launches with no file
+  // opened. Set by kforge-worker only; not part of a request.
+  bool load_before_launch = false;
 };
 
 // The backends this build has, whether or not they can run here.

@@ -29,16 +29,27 @@ int main(int argc, char** argv) {
   int code = 0;
   try {
     const auto req = kforge::EvalRequest::from_json(nlohmann::json::parse(input));
-    auto backend = kforge::make_backend(req.backend, req.backend_options);
+    // OpenCL on PoCL runs on the host CPU, and OpenCL C there takes inline assembly: a kernel can
+    // make any system call (tests/data/hostile/asm_*.cl), so it is filtered as cpu code is. Two
+    // things PoCL would do at a kernel's first launch must happen before: compile and link a
+    // work-group function specialized to the launch's local size (it forks its linker), which
+    // POCL_WORK_GROUP_SPECIALIZATION=0 replaces by the generic one built with the program
+    // (read when the platform opens; bench/sandbox_overhead.py measures the cost), and open the
+    // kernel's compiled code, which load_before_launch moves to compile time. Other vendors'
+    // drivers ignore both.
+    auto options = req.backend_options;
+    if (sandbox && req.backend == "opencl") {
+      setenv("POCL_WORK_GROUP_SPECIALIZATION", "0", 1);
+      options.load_before_launch = true;
+    }
+    auto backend = kforge::make_backend(req.backend, options);
     // The filter goes on once the kernel is compiled and loaded and everything kforge's own code
     // needs from outside the process is at hand (evaluate's before_first_launch), before the
     // kernel first runs. A problem file's reference runs forked: it keeps fork.
-    // Only for cpu, whose candidate is native host code. OpenCL C and CUDA device code make no
-    // system call, and their runtimes need what the filter refuses: PoCL compiles each launch
-    // configuration lazily at its first launch and forks its linker then (a new kernel under the
-    // filter crashed in the linker); what the CUDA driver does at a launch could not be tried here.
+    // Not for cuda: device code makes no host system call, and what the CUDA driver does at a
+    // launch could not be tried here (no GPU).
     std::function<void()> enter;
-    if (sandbox && req.backend == "cpu")
+    if (sandbox && (req.backend == "cpu" || req.backend == "opencl"))
       enter = [&req] { kforge::enter_sandbox({.allow_fork = !req.problem_file.empty()}); };
     out = kforge::evaluate(req, *backend, enter).to_json();
   } catch (const kforge::ProblemError& e) {

@@ -149,6 +149,25 @@ TEST(Sandbox, OffTheHostileActsSucceedAndTheKernelsPass) {
   EXPECT_EQ(s.disposition(), "passed") << s.summary();
 }
 
+// OpenCL C on PoCL is host code with inline assembly: raw system calls are stopped and named as
+// cpu code's are, and with the sandbox off the same kernel writes its file and passes.
+TEST(Sandbox, OpenClKernelsRawSystemCallsAreStopped) {
+  const char* const geometry = "--lang opencl --backend opencl --grid M --block 1 --size M=64,N=64,K=64";
+  const Eval f = eval("tests/data/hostile/asm_fork.cl", geometry);
+  EXPECT_EQ(f.disposition(), "crashed") << f.summary();
+  EXPECT_NE(f.error().find("forbidden system call: fork"), std::string::npos) << f.summary();
+  const auto written = retargeted("asm_write_file.cl", "/tmp/kforge-hostile-asm-write.txt", "opencl_write");
+  const Eval w = eval(written.source, geometry);
+  EXPECT_EQ(w.disposition(), "crashed") << w.summary();
+  EXPECT_NE(w.error().find("open \"" + written.target + "\""), std::string::npos) << w.summary();
+  EXPECT_FALSE(std::filesystem::exists(written.target));
+  const Eval off = eval(written.source, geometry, "--no-sandbox");
+  EXPECT_EQ(off.disposition(), "passed") << off.summary();
+  EXPECT_TRUE(std::filesystem::exists(written.target)) << "the file was not written with the sandbox off";
+  const Eval forked_off = eval("tests/data/hostile/asm_fork.cl", geometry, "--no-sandbox");
+  EXPECT_EQ(forked_off.disposition(), "passed") << forked_off.summary();
+}
+
 // Library kernels run in-process, with no sandbox: evaluate() in this process leaves it free to
 // open files and start processes afterwards.
 TEST(Sandbox, InProcessEvaluationIsNotSandboxed) {

@@ -189,7 +189,7 @@ struct ClModule final : Module {
 
 class OpenClBackend final : public Backend {
  public:
-  explicit OpenClBackend(const BackendOptions& o) {
+  explicit OpenClBackend(const BackendOptions& o) : load_before_launch_(o.load_before_launch) {
     std::string why;
     const std::vector<Candidate> devices = all_devices(why);
     if (devices.empty()) {
@@ -280,6 +280,10 @@ class OpenClBackend final : public Backend {
       m->program = from_source(*d, source, options, m->log);
       m->compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       save_binary(m->program.get(), path);
+    } else if (load_before_launch_) {
+      // Asking for the program's binary makes PoCL build and load its kernels' code now; a
+      // program built from source above was asked already (save_binary).
+      (void)program_binary(m->program.get());
     }
     cl_int rc = CL_SUCCESS;
     m->kernel = KernelH(clCreateKernel(m->program.get(), entry.c_str(), &rc));
@@ -436,15 +440,22 @@ class OpenClBackend final : public Backend {
     return p;
   }
 
-  // Best effort: a program whose binary cannot be had is simply rebuilt next time.
-  static void save_binary(cl_program p, const std::filesystem::path& path) {
+  // The program's binary for its one device; empty if the driver cannot give it.
+  static std::string program_binary(cl_program p) {
     std::size_t size = 0;
     if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS ||
         size == 0)
-      return;
+      return {};
     std::string bin(size, '\0');
     unsigned char* ptr = reinterpret_cast<unsigned char*>(bin.data());
-    if (clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) != CL_SUCCESS) return;
+    if (clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) != CL_SUCCESS) return {};
+    return bin;
+  }
+
+  // Best effort: a program whose binary cannot be had is simply rebuilt next time.
+  static void save_binary(cl_program p, const std::filesystem::path& path) {
+    const std::string bin = program_binary(p);
+    if (bin.empty()) return;
     try {
       write_file_atomic(path, bin);
     } catch (const std::exception&) {
@@ -462,6 +473,7 @@ class OpenClBackend final : public Backend {
     return s.empty() ? "(none)" : s;
   }
 
+  bool load_before_launch_ = false;
   std::shared_ptr<Device> dev_;
   std::string why_not_;
 };
