@@ -75,6 +75,9 @@ struct EvalResult {
   static EvalResult from_json(const nlohmann::json& j);
 };
 
+// What a kernel's source sees: each parameter as `#define NAME value`, and KF_DTYPE_<DTYPE>.
+[[nodiscard]] Defines defines_for(const ParamValues& params, DType t);
+
 // The compiler's figures as JSON ({"reported_by": ..., "registers": ...}), unknown ones left out.
 [[nodiscard]] nlohmann::json resources_json(const CompilerResources& r);
 

@@ -40,8 +40,6 @@ Disposition parse_disposition(std::string_view s) {
   throw UsageError("unknown disposition '" + std::string(s) + "'");
 }
 
-namespace {
-
 Defines defines_for(const ParamValues& params, DType t) {
   Defines d;
   for (const auto& [k, v] : params) d.emplace_back(k, std::to_string(v));
@@ -50,6 +48,8 @@ Defines defines_for(const ParamValues& params, DType t) {
   d.emplace_back("KF_DTYPE_" + tag, "1");
   return d;
 }
+
+namespace {
 
 // The instance that timed runs use: normal inputs, the problem's reading scalars (trial 1).
 std::string inst_key(const EvalRequest& req) {
