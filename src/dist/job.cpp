@@ -1,8 +1,10 @@
 #include "dist/job.hpp"
 
+#include <cstdlib>
 #include <stdexcept>
 
 #include "kforge/error.hpp"
+#include "kforge/util.hpp"
 
 namespace kforge::dist {
 
@@ -24,6 +26,17 @@ Backend& BackendCache::get(const EvalRequest& req) {
 
 EvalResult run_job(const Job& job, Backend* backend) {
   return job.isolate || !backend ? evaluate_isolated(job.request) : evaluate(job.request, *backend);
+}
+
+bool fault_due(int rank, int jobs) {
+  const char* f = std::getenv("KFORGE_DIST_FAULT");
+  if (!f || !*f) return false;
+  const auto parts = split(f, ':');
+  try {
+    return parts.size() == 3 && parts[0] == "kill" && std::stoi(parts[1]) == rank && std::stoi(parts[2]) == jobs;
+  } catch (const std::exception&) {
+    return false;  // not a fault this build knows: none
+  }
 }
 
 nlohmann::json error_json(std::uint64_t ticket, const std::exception& e) {

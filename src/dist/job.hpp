@@ -38,4 +38,9 @@ class BackendCache {
 [[nodiscard]] nlohmann::json error_json(std::uint64_t ticket, const std::exception& e);
 [[noreturn]] void rethrow_error(const nlohmann::json& j, int rank);
 
+// Fault injection for the tests: KFORGE_DIST_FAULT=kill:R:N makes rank R kill itself with
+// SIGKILL as `kill -9` would: a rank above 0 on receiving its N-th job (its evaluation in
+// flight is lost), rank 0 on handing out its N-th job to another rank.
+[[nodiscard]] bool fault_due(int rank, int jobs);
+
 }  // namespace kforge::dist

@@ -1,5 +1,7 @@
 #include "dist/rank_pool.hpp"
 
+#include <signal.h>
+
 #include <fmt/format.h>
 
 namespace kforge::dist {
@@ -38,6 +40,7 @@ void RankPool::dispatch() {
       local_started_ = Clock::now();
       local_future_ = std::async(std::launch::async, [this] { return run_job(slots_[0].job, &local_); });
     } else {
+      if (fault_due(0, ++handed_to_ranks_)) raise(SIGKILL);
       out_.post(static_cast<int>(r), kTagJob, s.job.to_json());
     }
   }

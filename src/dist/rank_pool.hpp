@@ -53,6 +53,7 @@ class RankPool {
   std::deque<Job> queue_;
   Outbox out_;
   int outstanding_ = 0;
+  int handed_to_ranks_ = 0;  // jobs sent to other ranks (fault injection counts them)
 };
 
 }  // namespace kforge::dist

@@ -18,14 +18,20 @@ namespace {
 
 constexpr auto kHeartbeat = std::chrono::milliseconds(500);
 
-// Fault injection for the tests: KFORGE_DIST_FAULT=kill:R:N makes rank R kill itself with
-// SIGKILL on receiving its N-th job, as `kill -9` of that rank mid-evaluation would.
-bool fault_due(int rank, int jobs_received) {
-  const char* f = std::getenv("KFORGE_DIST_FAULT");
-  if (!f || !*f) return false;
-  const auto parts = split(f, ':');
-  return parts.size() == 3 && parts[0] == "kill" && std::stoi(parts[1]) == rank &&
-         std::stoi(parts[2]) == jobs_received;
+// Rank 0 ended without stopping this rank (killed under mpirun --enable-recovery): leave.
+[[noreturn]] void rank0_is_gone(int rank) {
+  std::fprintf(stderr, "kforge: rank %d: rank 0 is gone; stopping\n", rank);
+  std::fflush(stderr);
+  _exit(3);
+}
+
+// A message to rank 0, without blocking forever if rank 0 is gone (a large message waits
+// for its receive to be posted).
+void tell_rank0(int rank, Tag tag, const nlohmann::json& body) {
+  Outbox out;
+  out.post(0, tag, body);
+  while (!out.drain(1.0))
+    if (rank0_gone()) rank0_is_gone(rank);
 }
 
 }  // namespace
@@ -34,9 +40,17 @@ int Session::serve() {
   BackendCache backends;
   Backoff wait;
   int received = 0;
+  auto last_check = Clock::now();
   for (;;) {
     std::optional<Message> m = try_receive(0);
-    if (!m) { wait.idle(); continue; }
+    if (!m) {
+      if (seconds_since(last_check) > 1) {
+        if (rank0_gone()) rank0_is_gone(rank_);
+        last_check = Clock::now();
+      }
+      wait.idle();
+      continue;
+    }
     wait.reset();
     if (m->tag == kTagStop) {
       finished_ = true;
@@ -58,13 +72,15 @@ int Session::serve() {
       Backend* backend = job.isolate ? nullptr : &backends.get(job.request);
       // The evaluation runs on its own thread; this one alone speaks MPI (MPI_THREAD_FUNNELED).
       auto running = std::async(std::launch::async, [&] { return run_job(job, backend); });
-      while (running.wait_for(kHeartbeat) != std::future_status::ready)
-        send_json(0, kTagHeartbeat, {{"ticket", ticket}});
+      while (running.wait_for(kHeartbeat) != std::future_status::ready) {
+        if (rank0_gone()) rank0_is_gone(rank_);
+        tell_rank0(rank_, kTagHeartbeat, {{"ticket", ticket}});
+      }
       reply = {{"ticket", ticket}, {"result", running.get().to_json()}, {"seconds", seconds_since(t0)}};
     } catch (const std::exception& e) {
       reply = error_json(ticket, e);
     }
-    send_json(0, kTagDone, reply);
+    tell_rank0(rank_, kTagDone, reply);
   }
 }
 

@@ -1,9 +1,13 @@
 // The MPI world: initialized only under a launcher, so a plain `kforge` never touches MPI.
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdio>
 #include <cstdlib>
 #include <set>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -15,6 +19,26 @@ namespace {
 
 Session* g_session = nullptr;
 std::set<int> g_lost;
+pid_t g_rank0_pid = 0;  // rank 0's process when it runs on this host, else 0
+
+// Where rank 0 runs, broadcast once at start, so that a rank on the same host can see that
+// rank 0 is gone (mpirun --enable-recovery keeps the job alive when rank 0 dies, and the ranks
+// would wait for work forever).
+void learn_where_rank0_runs(int rank) {
+  struct {
+    char host[256];
+    long pid;
+  } where{};
+  if (rank == 0) {
+    gethostname(where.host, sizeof where.host - 1);
+    where.pid = static_cast<long>(getpid());
+  }
+  MPI_Bcast(where.host, sizeof where.host, MPI_CHAR, 0, MPI_COMM_WORLD);
+  MPI_Bcast(&where.pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+  char here[256] = {};
+  gethostname(here, sizeof here - 1);
+  if (rank != 0 && std::string_view(here) == std::string_view(where.host)) g_rank0_pid = static_cast<pid_t>(where.pid);
+}
 
 // mpirun (OpenMPI), and the PMI launchers of Slurm and MPICH, say so in the environment.
 bool launched_by_mpi() {
@@ -28,6 +52,7 @@ bool launched_by_mpi() {
 void note_lost_rank(int rank) { g_lost.insert(rank); }
 bool rank_lost(int rank) { return g_lost.count(rank) != 0; }
 int lost_ranks() { return static_cast<int>(g_lost.size()); }
+bool rank0_gone() { return g_rank0_pid > 0 && kill(g_rank0_pid, 0) != 0 && errno == ESRCH; }
 
 Session* current() { return g_session; }
 bool active() { return g_session && g_session->size() > 1; }
@@ -43,6 +68,7 @@ Session::Session(int& argc, char**& argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  learn_where_rank0_runs(rank_);
   if (provided < MPI_THREAD_FUNNELED && rank_ == 0)
     fmt::print(stderr, "kforge: warning: this MPI offers no thread support; evaluating on rank 0 may misbehave\n");
 }

@@ -95,8 +95,7 @@ TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o,
       in_flight.emplace(ticket, std::make_pair(*c, req));
       pool.submit(Job{ticket, req, o.isolate});
     }
-    if (r.stopped == "exhausted" && pool.outstanding() == 0) break;
-    if (pool.outstanding() == 0) break;
+    if (pool.outstanding() == 0) break;  // the budget handed out (or a stop) and every result in
     Completion done = pool.next();
     auto it = in_flight.find(done.ticket);
     if (it == in_flight.end()) continue;

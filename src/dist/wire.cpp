@@ -6,11 +6,6 @@
 
 namespace kforge::dist {
 
-void send_json(int dest, Tag tag, const nlohmann::json& body) {
-  const std::string text = body.dump();
-  MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, dest, tag, MPI_COMM_WORLD);
-}
-
 void Outbox::post(int dest, Tag tag, const nlohmann::json& body) {
   auto* p = new Pending{MPI_REQUEST_NULL, dest, body.dump()};
   MPI_Isend(p->text.data(), static_cast<int>(p->text.size()), MPI_CHAR, dest, tag, MPI_COMM_WORLD, &p->request);

@@ -27,8 +27,6 @@ struct Message {
   nlohmann::json body;
 };
 
-// Sends `body` to `dest` and returns once MPI holds it (small messages go out at once).
-void send_json(int dest, Tag tag, const nlohmann::json& body);
 // Rank 0's sends: non-blocking, so that a message to a rank that died never blocks rank 0
 // (a large message waits for the receiver to post its receive).
 class Outbox {
@@ -74,5 +72,7 @@ using Clock = std::chrono::steady_clock;
 void note_lost_rank(int rank);
 [[nodiscard]] bool rank_lost(int rank);
 [[nodiscard]] int lost_ranks();
+// A rank on rank 0's host: rank 0's process no longer exists (false where it cannot tell).
+[[nodiscard]] bool rank0_gone();
 
 }  // namespace kforge::dist
