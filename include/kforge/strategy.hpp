@@ -43,6 +43,9 @@ class Strategy {
   std::optional<Config> ask();
   // May report a configuration the strategy did not ask for (e.g. the kernel's default).
   void tell(const Config& c, std::optional<double> objective);
+  // A configuration being evaluated that the strategy did not ask for (the kernel's default,
+  // in flight on another rank): ask() never returns it, just as after its tell().
+  void reserve(const Config& c);
 
   [[nodiscard]] virtual std::string name() const = 0;
   // What the strategy learned, for reports (MAP-Elites: its archive).

@@ -1,11 +1,14 @@
 // `kforge tune`: search a library kernel's space on each backend named, then time the winner
 // against the problem's baseline and print one table.
+#include <chrono>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "kforge/backend.hpp"
+#include "kforge/dist.hpp"
 #include "kforge/error.hpp"
 #include "kforge/tune.hpp"
 #include "cli/tune_extra.hpp"
@@ -46,22 +49,27 @@ void add_tune(CLI::App& app, int& code) {
       const auto recorder = o->store.recorder(*backend);  // the results store: record, resume
       if (recorder) recorder->attach(to);
       double best_ms = 0;
-      const TuneResult t = tune(base, *backend, to, [&](int done, int total, const EvalResult& e) {
+      const auto search_started = std::chrono::steady_clock::now();
+      // Under mpirun the ranks evaluate in parallel (kforge/dist.hpp); alone, as tune().
+      const TuneResult t = dist::tune(base, *backend, to, [&](int done, int total, const EvalResult& e) {
         if (e.passed() && e.timing && (best_ms == 0 || e.timing->median_s * 1e3 < best_ms)) best_ms = e.timing->median_s * 1e3;
         progress(best_ms > 0 ? fmt::format("tune {} (best {:.4g} ms)", name, best_ms) : "tune " + name, done, total);
       });
+      const double search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - search_started).count();
       if (!o->extra.record.empty()) {
         std::string path = o->extra.record;
         if (backend_list(o->backends).size() > 1) path.insert(path.rfind(".json") == std::string::npos ? path.size() : path.rfind(".json"), "." + name);
         write_record(path, base.kernel, base.sizes, backend->device(), t.evaluations);
       }
       if (!o->json) {
-        fmt::print("{}: {} valid configurations, strategy {}, {} evaluations (stopped: {})\n", name, t.space_size,
-                   o->strategy, t.evaluations.size(), t.stopped);
+        fmt::print("{}: {} valid configurations, strategy {}, {} evaluations (stopped: {}){}\n", name, t.space_size,
+                   o->strategy, t.evaluations.size(), t.stopped,
+                   dist::active() ? fmt::format(" on {} MPI ranks", dist::current()->size()) : "");
         print_strategy_report(o->strategy, t.strategy_report);
       }
       nlohmann::json entry = {{"backend", name}, {"device", backend->device()}, {"evaluations", nlohmann::json::array()},
-                            {"strategy", o->strategy}, {"space_size", t.space_size}, {"stopped", t.stopped}};
+                            {"strategy", o->strategy}, {"space_size", t.space_size}, {"stopped", t.stopped},
+                            {"ranks", dist::current() ? dist::current()->size() : 1}, {"search_wall_s", search_s}};
       if (!t.strategy_report.empty()) entry["strategy_report"] = t.strategy_report;
       for (const auto& e : t.evaluations) entry["evaluations"].push_back(e.to_json());
       if (t.best >= 0) {

@@ -3,11 +3,13 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "kforge/dist.hpp"
 #include "kforge/error.hpp"
 #include "kforge/util.hpp"
 
-int main(int argc, char** argv) {
-  kforge::keep_freed_memory();
+namespace {
+
+int run_command(int argc, char** argv) {
   CLI::App app{"kforge: verify, measure, tune and score compute kernels"};
   app.require_subcommand(1);
   int code = kforge::cli::kExitPassed;
@@ -36,4 +38,14 @@ int main(int argc, char** argv) {
     return kforge::cli::kExitUsage;
   }
   return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kforge::keep_freed_memory();
+  // Under mpirun every rank but 0 only evaluates what rank 0 hands out (kforge/dist.hpp).
+  kforge::dist::Session mpi(argc, argv);
+  if (mpi.rank() > 0) return mpi.serve();
+  return mpi.finish(run_command(argc, argv));
 }

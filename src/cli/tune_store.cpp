@@ -13,7 +13,7 @@ TuneRecorder::TuneRecorder(const std::filesystem::path& db, const Backend& backe
 
 void TuneRecorder::attach(TuneOptions& o) {
   o.lookup = [this](const EvalRequest& req) -> std::optional<EvalResult> {
-    started_ = utc_timestamp();
+    started_[req.params] = utc_timestamp();
     if (fresh_) return std::nullopt;
     const auto hit = store_.find(EvalKey::of(req, fingerprint_));
     if (!hit) return std::nullopt;
@@ -25,8 +25,10 @@ void TuneRecorder::attach(TuneOptions& o) {
 
 void TuneRecorder::record(const EvalRequest& req, const EvalResult& r) {
   StoredEvaluation e = StoredEvaluation::from(req, r, fingerprint_);
-  e.started = started_;
-  started_.clear();
+  if (const auto it = started_.find(req.params); it != started_.end()) {
+    e.started = it->second;
+    started_.erase(it);
+  }
   store_.record(run_, e);
   ++recorded_;
 }

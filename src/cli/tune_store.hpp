@@ -3,6 +3,7 @@
 // was killed resumes with the stored results instead of evaluating them again.
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,7 +39,9 @@ class TuneRecorder {
   std::int64_t run_ = 0;
   bool fresh_ = false;
   int resumed_ = 0, recorded_ = 0;
-  std::string started_;  // when the evaluation in flight began
+  // When each evaluation in flight began, by configuration: several are in flight at once
+  // when ranks evaluate in parallel (kforge/dist.hpp).
+  std::map<ParamValues, std::string> started_;
 };
 
 // `--db FILE`, `--no-db`, `--fresh`.

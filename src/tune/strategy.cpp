@@ -27,6 +27,10 @@ void Strategy::tell(const Config& c, std::optional<double> objective) {
   observe(c, objective);
 }
 
+void Strategy::reserve(const Config& c) {
+  if (const auto r = space_.rank(c)) tried_.insert(*r);
+}
+
 bool Strategy::tried(const Config& c) const {
   const auto r = space_.rank(c);
   return r && tried_.count(*r);

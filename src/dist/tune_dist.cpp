@@ -1,0 +1,111 @@
+// tune() over MPI ranks: rank 0 asks the strategy for as many configurations as there are free
+// ranks, hands them out, and tells the strategy, the store and the progress bar about each
+// result as it arrives. What differs from tune() (src/tune/tune.cpp) is only the order.
+#include <algorithm>
+#include <cstdlib>
+#include <deque>
+#include <map>
+
+#include "dist/rank_pool.hpp"
+#include "kforge/dist.hpp"
+#include "kforge/error.hpp"
+
+namespace kforge::dist {
+namespace {
+
+double silence_seconds() {
+  const char* s = std::getenv("KFORGE_RANK_SILENCE_S");
+  if (!s || !*s) return 10;
+  try {
+    const double v = std::stod(s);
+    if (v > 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(std::string("KFORGE_RANK_SILENCE_S='") + s + "' is not a positive number of seconds");
+}
+
+}  // namespace
+
+TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o, const TuneProgress& progress) {
+  if (!active()) return kforge::tune(base, backend, o, progress);
+  if (o.budget < 1) throw UsageError("tuning budget must be at least 1 evaluation");
+  const Space space = Space::from_kernel(base.kernel, base.sizes);
+  StrategyOptions so = o.strategy_options;
+  so.budget = o.budget;
+  auto strategy = make_strategy(o.strategy, space, o.seed, so);
+
+  TuneResult r;
+  r.space_size = space.size();
+  const int total = static_cast<int>(std::min<std::uint64_t>(o.budget, space.size()));
+  // The default configuration first, as in tune(); reserved so that no ask() repeats it.
+  std::deque<Config> first;
+  if (auto d = space.config_of(base.kernel.resolve({})); d && space.contains(*d)) {
+    first.push_back(*d);
+    strategy->reserve(*d);
+  }
+
+  RankPool pool(current()->size(), backend, silence_seconds());
+  std::map<std::uint64_t, std::pair<Config, EvalRequest>> in_flight;
+  std::uint64_t next_ticket = 1;
+  int handed_out = 0;
+  double spent_s = 0;  // evaluation time summed over the ranks, as tune()'s time limit counts it
+  r.stopped = "budget";
+
+  // One result, from a rank or from the store: into the strategy, the result and the progress.
+  auto accept = [&](const Config& c, EvalResult e, double seconds) {
+    std::optional<double> objective;
+    r.evaluations.push_back(std::move(e));
+    const EvalResult& last = r.evaluations.back();
+    if (last.passed() && last.timing) {
+      objective = last.timing->median_s;
+      if (r.best < 0 || last.timing->median_s < r.evaluations[r.best].timing->median_s)
+        r.best = static_cast<int>(r.evaluations.size()) - 1;
+    }
+    strategy->tell(c, objective);
+    spent_s += seconds;
+    if (progress) progress(static_cast<int>(r.evaluations.size()), total, last);
+  };
+  auto may_hand_out = [&] {
+    if (handed_out >= o.budget) return false;
+    if (o.time_limit_s > 0 && spent_s >= o.time_limit_s) { r.stopped = "time"; return false; }
+    if (o.stop && o.stop()) { r.stopped = "cancelled"; return false; }
+    return true;
+  };
+
+  for (;;) {
+    while (pool.free_slots() > 0 && may_hand_out()) {
+      std::optional<Config> c;
+      if (!first.empty()) {
+        c = first.front();
+        first.pop_front();
+      } else {
+        c = strategy->ask();
+      }
+      if (!c) { r.stopped = "exhausted"; break; }
+      ++handed_out;
+      EvalRequest req = base;
+      req.params = space.values(*c);
+      req.bench = true;
+      req.baseline = false;  // the caller measures the peer once, beside the winner
+      if (std::optional<EvalResult> stored = o.lookup ? o.lookup(req) : std::nullopt) {  // resume
+        accept(*c, std::move(*stored), 0);
+        continue;
+      }
+      const std::uint64_t ticket = next_ticket++;
+      in_flight.emplace(ticket, std::make_pair(*c, req));
+      pool.submit(Job{ticket, req, o.isolate});
+    }
+    if (pool.outstanding() == 0) break;  // the budget handed out (or a stop) and every result in
+    Completion done = pool.next();
+    auto it = in_flight.find(done.ticket);
+    if (it == in_flight.end()) continue;
+    const auto [config, req] = std::move(it->second);
+    in_flight.erase(it);
+    if (o.record) o.record(req, done.result);
+    accept(config, std::move(done.result), done.seconds);
+  }
+  r.strategy_report = strategy->report();
+  return r;
+}
+
+}  // namespace kforge::dist

@@ -1,0 +1,15 @@
+# `mpirun -n R kforge tune` (src/dist/): the ranks evaluate the same configurations as one rank,
+# a rank killed mid-run loses only its evaluation in flight, and rank 0's store stays intact
+# (tests/dist/dist_tune_test.py). Registered only when kforge is built with MPI and mpirun exists.
+if(KFORGE_WITH_MPI)
+  find_program(KFORGE_MPIRUN NAMES mpirun mpiexec HINTS ${MPIEXEC_EXECUTABLE})
+  find_program(KFORGE_PYTHON3 NAMES python3)
+  if(KFORGE_MPIRUN AND KFORGE_PYTHON3)
+    add_test(NAME dist_tune
+      COMMAND ${KFORGE_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/dist/dist_tune_test.py
+              --kforge $<TARGET_FILE:kforge> --mpirun ${KFORGE_MPIRUN})
+    # mpirun refuses root unless told; harmless for any other user.
+    set_tests_properties(dist_tune PROPERTIES TIMEOUT 300 ENVIRONMENT
+      "OPENBLAS_THREAD_TIMEOUT=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+  endif()
+endif()
