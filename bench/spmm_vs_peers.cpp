@@ -10,7 +10,9 @@
 // median / kforge median; the table shows the median over rounds, its spread (min..max), the
 // SOL fraction (the sparse structure's bytes count) and the 1-minute load average.
 // CPU timings are CPU timings: the figures describe this machine.
+extern "C" {  // GraphBLAS.h declares C functions without a C++ guard
 #include <GraphBLAS.h>
+}
 #include <cblas.h>
 
 #include <algorithm>
