@@ -15,6 +15,8 @@ std::shared_ptr<Problem> make_attention_causal_problem();
 std::shared_ptr<Problem> make_conv2d_problem();
 std::shared_ptr<Problem> make_cartpole_problem();                     // kernels/cartpole
 std::shared_ptr<Problem> make_moe_problem();  // kernels/moe
+std::shared_ptr<Problem> make_spmm_problem();   // kernels/sparse
+std::shared_ptr<Problem> make_sddmm_problem();  // kernels/sparse
 
 const std::vector<std::shared_ptr<Problem>>& problems() {
   static const std::vector<std::shared_ptr<Problem>> all = {
@@ -47,6 +49,8 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_conv2d_problem(),
       make_cartpole_problem(),
       make_moe_problem(),
+      make_spmm_problem(),
+      make_sddmm_problem(),
   };
   return all;
 }

@@ -91,6 +91,13 @@ class Problem {
   // The length of the longest reduction behind one output element (gemm: K); the error bound
   // grows with it.
   [[nodiscard]] virtual double reduction_length(const Sizes& s) const = 0;
+  // Per-element reduction lengths where they differ by element (spmm: output row r sums that
+  // row's nonzeros, not K, so a row of 3 gets a 3-term bound): one vector per out/inout tensor,
+  // sized like it. Empty (the default): reduction_length(sizes) for every element.
+  [[nodiscard]] virtual std::vector<std::vector<double>> reduction_lengths(const Instance& inst) const {
+    (void)inst;
+    return {};
+  }
   [[nodiscard]] virtual double flops(const Sizes& s) const = 0;
   // The fewest bytes that must move: each input read once, each output written once.
   [[nodiscard]] virtual double bytes(const Sizes& s, DType t) const = 0;

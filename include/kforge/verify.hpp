@@ -122,10 +122,12 @@ class ErrorBound {
     if (exact_) return 0;
     return u_out_ * std::fabs(ref) + (1 + u_out_) * gamma_ * magnitude + floor_;
   }
+  // The same bound for an element whose own reduction length is `n` (Problem::reduction_lengths).
+  [[nodiscard]] double operator()(double ref, double magnitude, double n) const;
 
  private:
   bool exact_;
-  double u_out_ = 0, gamma_ = 0, floor_ = 0;
+  double u_out_ = 0, gamma_ = 0, floor_ = 0, u_acc_ = 0, sub_out_ = 0, sub_acc_ = 0;
 };
 
 // The reference for an instance, cached for the most recently used instances keyed by `key`

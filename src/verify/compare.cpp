@@ -81,6 +81,16 @@ ErrorBound::ErrorBound(const Problem& p, const Instance& inst) : exact_(!is_floa
   u_out_ = unit_roundoff(inst.dtype);
   gamma_ = nu < 1 ? nu / (1 - nu) : std::numeric_limits<double>::infinity();
   floor_ = 0.5 * smallest_subnormal(inst.dtype) + n * smallest_subnormal(acc);
+  u_acc_ = u_acc;
+  sub_out_ = smallest_subnormal(inst.dtype);
+  sub_acc_ = smallest_subnormal(acc);
+}
+
+double ErrorBound::operator()(double ref, double magnitude, double n) const {
+  if (exact_) return 0;
+  const double nu = n * u_acc_;
+  const double gamma = nu < 1 ? nu / (1 - nu) : std::numeric_limits<double>::infinity();
+  return u_out_ * std::fabs(ref) + (1 + u_out_) * gamma * magnitude + 0.5 * sub_out_ + n * sub_acc_;
 }
 
 Comparison compare(const Problem& p, const Instance& inst, const KernelOutput& got,
@@ -91,6 +101,7 @@ Comparison compare(const Problem& p, const Instance& inst, const KernelOutput& g
   for (const auto& t : p.tensors())
     if (t.role != Role::in) names.push_back(t.name);
   const ErrorBound bound_of(p, inst);
+  const auto lengths = p.reduction_lengths(inst);  // empty: one length for all elements
   std::size_t total = 0;
   for (const auto& r : ref) total += r.size();
   std::vector<float> ulps(total);  // float: quantiles to three digits need no more
@@ -106,7 +117,7 @@ Comparison compare(const Problem& p, const Instance& inst, const KernelOutput& g
       for (auto i = static_cast<std::size_t>(b); i < static_cast<std::size_t>(e); ++i) {
         ++s.elements;
         const double r = ref[t][i], g = got.tensors[t][i];
-        const double bound = bound_of(r, magnitude[t][i]);
+        const double bound = lengths.empty() ? bound_of(r, magnitude[t][i]) : bound_of(r, magnitude[t][i], lengths[t][i]);
         if (std::fabs(r) > bound) ++s.distinguishable;
         bool bad = false;
         if (got.unwritten[t][i] && !std::isnan(r)) {  // a NaN result and the poison look alike

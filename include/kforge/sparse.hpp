@@ -1,0 +1,65 @@
+#pragma once
+// Sparse matrix formats and seeded pattern generators, shared by the sparse kernel family
+// (kernels/sparse/), its tests and bench/spmm_vs_peers.cpp.
+//
+// Formats: CSR (row_ptr, col_idx, values) and COO (row, col, value triplets), with conversions.
+// Duplicate (row, col) pairs are refused with an error naming them; so are row pointers that
+// decrease and column indices out of range (validate_csr), so a malformed user input never
+// reaches a kernel.
+//
+// Generators fill an exact number of nonzeros (min(nnz, what the pattern allows)) in one of
+// kPatternCount shapes; the same seed gives the same pattern.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kforge::sparse {
+
+struct Csr {
+  std::int64_t rows = 0, cols = 0;
+  std::vector<std::int64_t> row_ptr;  // (rows + 1): row r is row_ptr[r] .. row_ptr[r+1]
+  std::vector<std::int64_t> col_idx;  // (nnz)
+  std::vector<double> values;         // (nnz)
+  [[nodiscard]] std::int64_t nnz() const { return row_ptr.empty() ? 0 : row_ptr.back(); }
+};
+
+struct Coo {
+  std::int64_t rows = 0, cols = 0;
+  std::vector<std::int64_t> row, col;  // (nnz)
+  std::vector<double> values;          // (nnz)
+};
+
+// COO (any order) to CSR with columns ascending in each row; throws UsageError naming the first
+// duplicate (row, col) pair or an index out of range.
+[[nodiscard]] Csr to_csr(const Coo& a);
+[[nodiscard]] Coo to_coo(const Csr& a);
+[[nodiscard]] std::vector<double> to_dense(const Csr& a);  // (rows, cols) row-major
+
+// Checks a CSR structure given as the kernels receive it (indices stored in floats, `nnz_cap`
+// entries of col_idx allocated): row_ptr[0] = 0, never decreasing, row_ptr[rows] <= nnz_cap,
+// every index an integer, columns in [0, cols), no column twice in a row. Throws UsageError
+// naming the tensor, the index and the fix. `what` prefixes the message (the problem's name).
+void validate_csr(const std::string& what, const double* row_ptr, const double* col_idx,
+                  std::int64_t rows, std::int64_t cols, std::int64_t nnz_cap);
+
+// The patterns. Each trial of the verification protocol uses pattern trial % kPatternCount.
+enum class Pattern : int {
+  uniform = 0,      // every cell equally likely
+  power_law = 1,    // row lengths ~ 1/rank (Zipf), rows shuffled
+  banded = 2,       // each row's nonzeros contiguous around the scaled diagonal
+  block = 3,        // 4-row groups share column blocks of 4
+  pruned = 4,       // the largest-magnitude cells of a random dense matrix
+  empty_rows_cols = 5,  // even rows and odd columns empty (row 0 empty when rows > 1)
+  dense_row = 6,    // one row fully dense, the rest uniform
+};
+inline constexpr int kPatternCount = 7;
+[[nodiscard]] const char* pattern_name(Pattern p);
+// Throws UsageError listing the names when `name` is not one.
+[[nodiscard]] Pattern pattern_from_name(const std::string& name);
+
+// A CSR structure (values left 0) of `rows` x `cols` with min(nnz, allowed cells) nonzeros,
+// columns ascending in each row.
+[[nodiscard]] Csr generate(Pattern p, std::int64_t rows, std::int64_t cols, std::int64_t nnz,
+                           std::uint64_t seed);
+
+}  // namespace kforge::sparse

@@ -1,0 +1,301 @@
+// The sparse family: spmm (CSR A times dense B) and sddmm (dense A times dense B^T, sampled at a
+// CSR pattern). fp32 only: the CSR indices travel in the fp32 storage as exact integers (every
+// index < 2^24 is exact in fp32), as moe's expert ids do.
+//
+// The sparse structure is an input the problem generates: NNZ (a size) is the length of col_idx
+// and values; the pattern is the scalar `pattern` (include/kforge/sparse.hpp's numbering), set
+// per verification trial so the protocol's trials and fuzzed shapes walk every generator
+// (uniform, power-law, banded, block, pruned, empty rows and columns, one dense row), and fixed
+// by the user with `--scalar pattern=K`. A pattern holds min(NNZ, cells it allows) nonzeros;
+// entries past row_ptr[M] are unused (kernels never read them; sddmm writes 0 there). Timed
+// runs use trial 1, the uniform pattern. Kernels receive `pattern` as their last argument and
+// ignore it.
+//
+//   spmm:  C[r, :] = Σ_{p in row r} values[p] · B[col_idx[p], :]     B (K,N), C (M,N)
+//   sddmm: out[p]  = A[r, :] · B[col_idx[p], :]  for p in row r       A (M,D), B (K,D), out (NNZ)
+//
+// The error bound of spmm follows each output row's reduction length (its nonzeros), not K:
+// a row with 3 nonzeros gets a 3-term bound (Problem::reduction_lengths).
+#include <Eigen/Sparse>
+#include <algorithm>
+#include <cmath>
+
+#include "kforge/error.hpp"
+#include "kforge/problem.hpp"
+#include "kforge/sparse.hpp"
+#include "kforge/util.hpp"
+
+namespace kforge {
+namespace {
+
+enum { kRowPtr, kColIdx };
+
+class SparseProblem : public Problem {
+ public:
+  std::vector<DType> dtypes() const override { return {DType::fp32}; }
+  std::vector<std::string> scalar_names() const override { return {"pattern"}; }
+  Scalars scalars_for_trial(int trial) const override {
+    return {{"pattern", static_cast<double>((trial + sparse::kPatternCount - 1) % sparse::kPatternCount)}};
+  }
+  void check_scalars(const Scalars& s) const override {
+    const double v = s.at("pattern");
+    if (!(v >= 0 && v < sparse::kPatternCount && v == std::floor(v)))
+      throw UsageError("scalar pattern=" + std::to_string(v) + " must be an integer in [0, " +
+                       std::to_string(sparse::kPatternCount) + ") (0 uniform, 1 power_law, 2 banded, 3 block, "
+                       "4 pruned, 5 empty_rows_cols, 6 dense_row)");
+  }
+  void check_sizes(const Sizes& s) const override {
+    for (const auto& n : size_names())
+      if (s.at(n) < 1 || s.at(n) >= (1LL << 24))
+        throw UsageError("size " + n + "=" + std::to_string(s.at(n)) +
+                         " must be in [1, 2^24) (indices travel exactly in fp32)");
+    const std::int64_t M = s.at("M"), K = s.at("K"), W = s.at(width_name());
+    for (const auto& [what, n] : {std::pair{"M*" + width_name(), M * W}, {"K*" + width_name(), K * W}})
+      if (n > (1LL << 31) - 1)
+        throw UsageError("sizes " + what + "=" + std::to_string(n) + " must fit in a 32-bit int (the kernel ABI)");
+  }
+
+  // The pattern's structure into row_ptr and col_idx (unused entries point at column 0); then
+  // one used value and the B element it meets made nonzero, so no pattern's output is all zero.
+  void condition_inputs(Instance& inst, std::uint64_t seed, int trial) const override {
+    const std::int64_t M = inst.sizes.at("M"), K = inst.sizes.at("K"), nnz = inst.sizes.at("NNZ");
+    const auto pattern = static_cast<sparse::Pattern>(static_cast<int>(inst.scalars.at("pattern")));
+    const sparse::Csr a = sparse::generate(pattern, M, K, nnz, mix64(seed ^ (0x5ba75eull + trial)));
+    auto& rp = inst.tensors[kRowPtr];
+    auto& ci = inst.tensors[kColIdx];
+    for (std::int64_t r = 0; r <= M; ++r) rp[r] = static_cast<double>(a.row_ptr[r]);
+    std::fill(ci.begin(), ci.end(), 0.0);
+    for (std::int64_t p = 0; p < a.nnz(); ++p) ci[p] = static_cast<double>(a.col_idx[p]);
+    std::int64_t first_row = 0;
+    while (first_row < M && a.row_ptr[first_row + 1] == 0) ++first_row;
+    if (a.nnz() > 0) ensure_nonzero_product(inst, first_row, a.col_idx[0]);
+  }
+
+  // A structure change that stays valid: a row boundary moved by one (its entry changes rows)
+  // where the moved column is new to its row, or a column index moved to a column its row lacks;
+  // otherwise a data input moves instead.
+  void perturb(Instance& inst, std::size_t t, std::size_t i) const override {
+    if (t != kRowPtr && t != kColIdx) return perturb_data(inst, t, i);
+    const std::int64_t M = inst.sizes.at("M"), K = inst.sizes.at("K");
+    auto& rp = inst.tensors[kRowPtr];
+    auto& ci = inst.tensors[kColIdx];
+    const auto nnz = static_cast<std::int64_t>(rp[M]);
+    auto in_row = [&](std::int64_t r, double c) {
+      for (auto p = static_cast<std::int64_t>(rp[r]); p < rp[r + 1]; ++p)
+        if (ci[p] == c) return true;
+      return false;
+    };
+    if (t == kRowPtr) {
+      for (std::int64_t k = 0; k < M - 1; ++k) {
+        const std::int64_t r = 1 + (static_cast<std::int64_t>(i) + k) % (M - 1);
+        const auto at = static_cast<std::int64_t>(rp[r]);
+        if (rp[r - 1] < at && !in_row(r, ci[at - 1])) return void(rp[r] = at - 1);  // last of r-1 joins r
+        if (at < rp[r + 1] && !in_row(r - 1, ci[at])) return void(rp[r] = at + 1);  // first of r joins r-1
+      }
+    } else if (nnz > 0) {
+      const auto p = static_cast<std::int64_t>(i) % nnz;
+      const auto r = static_cast<std::int64_t>(std::upper_bound(rp.begin(), rp.begin() + M + 1, static_cast<double>(p)) - rp.begin()) - 1;
+      for (std::int64_t k = 1; k < K; ++k) {
+        const double c = static_cast<double>((static_cast<std::int64_t>(ci[p]) + k) % K);
+        if (!in_row(r, c)) return void(ci[p] = c);
+      }
+    }
+    perturb_data(inst, kColIdx + 1, i);
+  }
+
+  // Spmm's B and sddmm's B: (K, width).
+  double bytes_structure(const Sizes& s) const {
+    return (static_cast<double>(s.at("M")) + 1 + 2.0 * static_cast<double>(s.at("NNZ"))) * 4;
+  }
+
+ protected:
+  [[nodiscard]] virtual std::string width_name() const = 0;
+  // Makes an element of the data inputs nonzero where it meets the first nonzero (column c).
+  virtual void ensure_nonzero_product(Instance& inst, std::int64_t r, std::int64_t c) const = 0;
+  // A data tensor's element changed; structure perturbations fall back to tensor t here.
+  void perturb_data(Instance& inst, std::size_t t, std::size_t i) const {
+    const std::int64_t M = inst.sizes.at("M");
+    const auto used = static_cast<std::size_t>(inst.tensors[kRowPtr][M]);
+    // an unused values entry changes nothing: move a used one instead
+    if (values_tensor() == static_cast<int>(t) && used > 0) i %= used;
+    Problem::perturb(inst, t, i % inst.tensors[t].size());
+  }
+  [[nodiscard]] virtual int values_tensor() const { return -1; }
+  void check_structure(const Instance& in) const {
+    sparse::validate_csr(name(), in.tensors[kRowPtr].data(), in.tensors[kColIdx].data(), in.sizes.at("M"),
+                         in.sizes.at("K"), in.sizes.at("NNZ"));
+  }
+};
+
+// ---- spmm -------------------------------------------------------------------------------------
+enum { kSpmmValues = 2, kSpmmB, kSpmmC };
+
+class Spmm final : public SparseProblem {
+ public:
+  std::string name() const override { return "spmm"; }
+  std::string description() const override {
+    return "C = A * B, A sparse (M,K) in CSR (row_ptr, col_idx, values; NNZ entries, indices exact in fp32), "
+           "B dense (K,N), C (M,N); scalar pattern picks the generator";
+  }
+  std::vector<std::string> size_names() const override { return {"M", "K", "N", "NNZ"}; }
+  // 90% sparse, small enough that `kforge suite` verifies it in seconds on PoCL too.
+  Sizes default_sizes() const override { return {{"M", 512}, {"K", 512}, {"N", 64}, {"NNZ", 26214}}; }
+  std::vector<TensorSpec> tensors() const override {
+    return {{"row_ptr", Role::in}, {"col_idx", Role::in}, {"values", Role::in}, {"B", Role::in}, {"C", Role::out}};
+  }
+  std::int64_t tensor_elements(std::size_t t, const Sizes& s) const override {
+    switch (t) {
+      case kRowPtr: return s.at("M") + 1;
+      case kColIdx:
+      case kSpmmValues: return s.at("NNZ");
+      case kSpmmB: return s.at("K") * s.at("N");
+      default: return s.at("M") * s.at("N");
+    }
+  }
+
+  void reference(const Instance& in, std::vector<std::vector<double>>& out,
+                 std::vector<std::vector<double>>& mag) const override {
+    check_structure(in);
+    const std::int64_t M = in.sizes.at("M"), N = in.sizes.at("N");
+    const auto &rp = in.tensors[kRowPtr], &ci = in.tensors[kColIdx], &v = in.tensors[kSpmmValues],
+               &B = in.tensors[kSpmmB];
+    std::vector<double> c(M * N, 0.0), m(M * N, 0.0);
+    parallel_for(M, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r)
+        for (auto p = static_cast<std::int64_t>(rp[r]); p < rp[r + 1]; ++p) {
+          const double a = v[p], abs_a = std::fabs(a);
+          const double* b = &B[static_cast<std::int64_t>(ci[p]) * N];
+          for (std::int64_t j = 0; j < N; ++j) {
+            c[r * N + j] += a * b[j];
+            m[r * N + j] += abs_a * std::fabs(b[j]);
+          }
+        }
+    });
+    out = tensor_list(std::move(c));
+    mag = tensor_list(std::move(m));
+  }
+  // Output row r sums its row's nonzeros: that many products and additions, at least 1.
+  std::vector<std::vector<double>> reduction_lengths(const Instance& in) const override {
+    const std::int64_t M = in.sizes.at("M"), N = in.sizes.at("N");
+    const auto& rp = in.tensors[kRowPtr];
+    std::vector<double> n(M * N);
+    for (std::int64_t r = 0; r < M; ++r) std::fill_n(&n[r * N], N, std::max(1.0, rp[r + 1] - rp[r]));
+    return tensor_list(std::move(n));
+  }
+  double reduction_length(const Sizes& s) const override { return static_cast<double>(s.at("K")); }
+  // NNZ nonzeros (exact when the pattern holds them all: every pattern while NNZ <= its cells).
+  double flops(const Sizes& s) const override { return 2.0 * s.at("NNZ") * s.at("N"); }
+  // The structure, B and C once each (B's rows all read: at 70-99% sparsity every column is hit).
+  double bytes(const Sizes& s, DType t) const override {
+    return bytes_structure(s) + static_cast<double>(s.at("K") + s.at("M")) * s.at("N") * dtype_size(t);
+  }
+
+  // The library a C++ user has at hand: Eigen's row-major SparseMatrix times a dense matrix.
+  std::function<void()> baseline(const Instance& in, int threads) const override {
+    (void)threads;  // Eigen's sparse x dense product runs on one thread
+    const std::int64_t M = in.sizes.at("M"), K = in.sizes.at("K"), N = in.sizes.at("N");
+    using Sp = Eigen::SparseMatrix<float, Eigen::RowMajor, int>;
+    using Dense = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    auto A = std::make_shared<Sp>(M, K);
+    std::vector<Eigen::Triplet<float, int>> trip;
+    const auto &rp = in.tensors[kRowPtr], &ci = in.tensors[kColIdx], &v = in.tensors[kSpmmValues];
+    for (std::int64_t r = 0; r < M; ++r)
+      for (auto p = static_cast<std::int64_t>(rp[r]); p < rp[r + 1]; ++p)
+        trip.emplace_back(static_cast<int>(r), static_cast<int>(ci[p]), static_cast<float>(v[p]));
+    A->setFromTriplets(trip.begin(), trip.end());
+    auto B = std::make_shared<Dense>(K, N);
+    for (std::int64_t i = 0; i < K * N; ++i) B->data()[i] = static_cast<float>(in.tensors[kSpmmB][i]);
+    auto C = std::make_shared<Dense>(M, N);
+    return [A, B, C] { C->noalias() = *A * *B; };
+  }
+  std::string baseline_name() const override { return "eigen_sparse"; }
+
+  std::vector<std::string> kernel_specs() const override {
+    return {"kernels/sparse/spmm_cpu.json", "kernels/sparse/spmm_opencl.json", "kernels/sparse/spmm_cuda.json"};
+  }
+
+ protected:
+  std::string width_name() const override { return "N"; }
+  int values_tensor() const override { return kSpmmValues; }
+  void ensure_nonzero_product(Instance& in, std::int64_t, std::int64_t c) const override {
+    auto& v = in.tensors[kSpmmValues];
+    if (v[0] == 0) v[0] = 1;
+    auto& b = in.tensors[kSpmmB][c * in.sizes.at("N")];
+    if (b == 0) b = 1;
+  }
+};
+
+// ---- sddmm ------------------------------------------------------------------------------------
+enum { kSddmmA = 2, kSddmmB, kSddmmOut };
+
+class Sddmm final : public SparseProblem {
+ public:
+  std::string name() const override { return "sddmm"; }
+  std::string description() const override {
+    return "out[p] = A[r,:] . B[col_idx[p],:] for each nonzero p of row r of a CSR pattern (row_ptr, col_idx; "
+           "NNZ entries, indices exact in fp32), A (M,D), B (K,D); out (NNZ), 0 past row_ptr[M]; "
+           "scalar pattern picks the generator";
+  }
+  std::vector<std::string> size_names() const override { return {"M", "K", "D", "NNZ"}; }
+  Sizes default_sizes() const override { return {{"M", 512}, {"K", 512}, {"D", 64}, {"NNZ", 26214}}; }
+  std::vector<TensorSpec> tensors() const override {
+    return {{"row_ptr", Role::in}, {"col_idx", Role::in}, {"A", Role::in}, {"B", Role::in}, {"out", Role::out}};
+  }
+  std::int64_t tensor_elements(std::size_t t, const Sizes& s) const override {
+    switch (t) {
+      case kRowPtr: return s.at("M") + 1;
+      case kColIdx: return s.at("NNZ");
+      case kSddmmA: return s.at("M") * s.at("D");
+      case kSddmmB: return s.at("K") * s.at("D");
+      default: return s.at("NNZ");
+    }
+  }
+
+  void reference(const Instance& in, std::vector<std::vector<double>>& out,
+                 std::vector<std::vector<double>>& mag) const override {
+    check_structure(in);
+    const std::int64_t M = in.sizes.at("M"), D = in.sizes.at("D"), nnz = in.sizes.at("NNZ");
+    const auto &rp = in.tensors[kRowPtr], &ci = in.tensors[kColIdx], &A = in.tensors[kSddmmA],
+               &B = in.tensors[kSddmmB];
+    std::vector<double> o(nnz, 0.0), m(nnz, 0.0);
+    parallel_for(M, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r)
+        for (auto p = static_cast<std::int64_t>(rp[r]); p < rp[r + 1]; ++p) {
+          const double* a = &A[r * D];
+          const double* b = &B[static_cast<std::int64_t>(ci[p]) * D];
+          for (std::int64_t d = 0; d < D; ++d) {
+            o[p] += a[d] * b[d];
+            m[p] += std::fabs(a[d] * b[d]);
+          }
+        }
+    });
+    out = tensor_list(std::move(o));
+    mag = tensor_list(std::move(m));
+  }
+  double reduction_length(const Sizes& s) const override { return static_cast<double>(s.at("D")); }
+  double flops(const Sizes& s) const override { return 2.0 * s.at("NNZ") * s.at("D"); }
+  // The pattern, A and B once, out written once.
+  double bytes(const Sizes& s, DType t) const override {
+    return bytes_structure(s) - 4.0 * s.at("NNZ") +
+           (static_cast<double>(s.at("M") + s.at("K")) * s.at("D") + s.at("NNZ")) * dtype_size(t);
+  }
+  std::vector<std::string> kernel_specs() const override {
+    return {"kernels/sparse/sddmm_cpu.json", "kernels/sparse/sddmm_opencl.json", "kernels/sparse/sddmm_cuda.json"};
+  }
+
+ protected:
+  std::string width_name() const override { return "D"; }
+  void ensure_nonzero_product(Instance& in, std::int64_t r, std::int64_t c) const override {
+    auto& a = in.tensors[kSddmmA][r * in.sizes.at("D")];
+    auto& b = in.tensors[kSddmmB][c * in.sizes.at("D")];
+    if (a == 0) a = 1;
+    if (b == 0) b = 1;
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Problem> make_spmm_problem() { return std::make_shared<Spmm>(); }
+std::shared_ptr<Problem> make_sddmm_problem() { return std::make_shared<Sddmm>(); }
+
+}  // namespace kforge

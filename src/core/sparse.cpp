@@ -1,0 +1,270 @@
+// Sparse formats, their validation and the seeded pattern generators (include/kforge/sparse.hpp).
+#include "kforge/sparse.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "kforge/error.hpp"
+#include "kforge/rng.hpp"
+
+namespace kforge::sparse {
+namespace {
+
+std::string cell(std::int64_t r, std::int64_t c) {
+  return "(" + std::to_string(r) + ", " + std::to_string(c) + ")";
+}
+
+// Splits `total` nonzeros over rows in proportion to `weight`, row r taking at most cap[r].
+// Proportional shares first, then what rounding left one at a time from a seeded start row, so
+// the result sums to min(total, Σcap) exactly.
+std::vector<std::int64_t> distribute(std::int64_t total, const std::vector<double>& weight,
+                                     const std::vector<std::int64_t>& cap, std::uint64_t seed) {
+  const auto rows = static_cast<std::int64_t>(cap.size());
+  std::vector<std::int64_t> len(rows, 0);
+  std::int64_t left = std::min<std::int64_t>(total, std::accumulate(cap.begin(), cap.end(), std::int64_t{0}));
+  while (left > 0) {
+    double w = 0;
+    for (std::int64_t r = 0; r < rows; ++r)
+      if (len[r] < cap[r]) w += weight[r];
+    std::int64_t given = 0;
+    if (w > 0)
+      for (std::int64_t r = 0; r < rows; ++r) {
+        if (len[r] >= cap[r]) continue;
+        const auto add = std::min<std::int64_t>(cap[r] - len[r], static_cast<std::int64_t>(
+                                                                     std::floor(static_cast<double>(left) * weight[r] / w)));
+        len[r] += add;
+        given += add;
+      }
+    if (given == 0) {  // shares all rounded to 0: one each, round-robin
+      const auto start = static_cast<std::int64_t>(random_bits(seed, 0x5a1, left) % rows);
+      for (std::int64_t k = 0; k < rows && given < left; ++k) {
+        const std::int64_t r = (start + k) % rows;
+        if (len[r] < cap[r]) ++len[r], ++given;
+      }
+    }
+    left -= given;
+  }
+  return len;
+}
+
+// `n` distinct values of [0, range), ascending (Floyd's sampling; the complement when n > range/2).
+std::vector<std::int64_t> sample(std::int64_t range, std::int64_t n, std::uint64_t seed, std::uint64_t stream) {
+  const bool complement = n > range / 2;
+  const std::int64_t draw = complement ? range - n : n;
+  std::vector<std::int64_t> picked;
+  picked.reserve(draw);
+  for (std::int64_t j = range - draw; j < range; ++j) {
+    const auto t = static_cast<std::int64_t>(random_bits(seed, stream, j) % static_cast<std::uint64_t>(j + 1));
+    picked.push_back(std::find(picked.begin(), picked.end(), t) == picked.end() ? t : j);
+  }
+  std::sort(picked.begin(), picked.end());
+  if (!complement) return picked;
+  std::vector<std::int64_t> rest;
+  rest.reserve(n);
+  for (std::int64_t c = 0, k = 0; c < range; ++c) {
+    if (k < draw && picked[k] == c) { ++k; continue; }
+    rest.push_back(c);
+  }
+  return rest;
+}
+
+Csr from_lengths(std::int64_t rows, std::int64_t cols, const std::vector<std::int64_t>& len) {
+  Csr a;
+  a.rows = rows;
+  a.cols = cols;
+  a.row_ptr.assign(rows + 1, 0);
+  for (std::int64_t r = 0; r < rows; ++r) a.row_ptr[r + 1] = a.row_ptr[r] + len[r];
+  a.col_idx.reserve(a.row_ptr[rows]);
+  return a;
+}
+
+// Magnitude pruning: the nnz largest |w| of a seeded dense matrix (ties broken by position).
+Csr pruned(std::int64_t rows, std::int64_t cols, std::int64_t nnz, std::uint64_t seed) {
+  const std::int64_t cells = rows * cols;
+  std::vector<double> w(cells);
+  for (std::int64_t i = 0; i < cells; ++i) w[i] = random_unit(seed, 0x5a7, i);
+  std::vector<std::int64_t> order(cells);
+  std::iota(order.begin(), order.end(), 0);
+  const std::int64_t keep = std::min(nnz, cells);
+  if (keep == 0) return from_lengths(rows, cols, std::vector<std::int64_t>(rows, 0));
+  std::nth_element(order.begin(), order.begin() + (keep - 1), order.end(),
+                   [&](std::int64_t x, std::int64_t y) { return w[x] != w[y] ? w[x] > w[y] : x < y; });
+  order.resize(keep);
+  std::sort(order.begin(), order.end());
+  std::vector<std::int64_t> len(rows, 0);
+  for (const std::int64_t i : order) ++len[i / cols];
+  Csr a = from_lengths(rows, cols, len);
+  for (const std::int64_t i : order) a.col_idx.push_back(i % cols);
+  return a;
+}
+
+}  // namespace
+
+Csr to_csr(const Coo& a) {
+  const auto nnz = static_cast<std::int64_t>(a.row.size());
+  if (a.col.size() != a.row.size() || a.values.size() != a.row.size())
+    throw UsageError("COO matrix: row, col and values must have the same length");
+  std::vector<std::int64_t> order(nnz);
+  std::iota(order.begin(), order.end(), 0);
+  for (std::int64_t i = 0; i < nnz; ++i)
+    if (a.row[i] < 0 || a.row[i] >= a.rows || a.col[i] < 0 || a.col[i] >= a.cols)
+      throw UsageError("COO entry " + std::to_string(i) + " at " + cell(a.row[i], a.col[i]) + " is outside the " +
+                       std::to_string(a.rows) + " x " + std::to_string(a.cols) + " matrix");
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t x, std::int64_t y) {
+    return a.row[x] != a.row[y] ? a.row[x] < a.row[y] : a.col[x] < a.col[y];
+  });
+  Csr c;
+  c.rows = a.rows;
+  c.cols = a.cols;
+  c.row_ptr.assign(a.rows + 1, 0);
+  for (std::int64_t k = 0; k < nnz; ++k) {
+    const std::int64_t i = order[k];
+    if (k > 0 && a.row[i] == a.row[order[k - 1]] && a.col[i] == a.col[order[k - 1]])
+      throw UsageError("COO entries " + std::to_string(order[k - 1]) + " and " + std::to_string(i) +
+                       " are both at " + cell(a.row[i], a.col[i]) +
+                       ": duplicate indices are refused; sum them into one entry");
+    ++c.row_ptr[a.row[i] + 1];
+    c.col_idx.push_back(a.col[i]);
+    c.values.push_back(a.values[i]);
+  }
+  for (std::int64_t r = 0; r < a.rows; ++r) c.row_ptr[r + 1] += c.row_ptr[r];
+  return c;
+}
+
+Coo to_coo(const Csr& a) {
+  Coo c;
+  c.rows = a.rows;
+  c.cols = a.cols;
+  for (std::int64_t r = 0; r < a.rows; ++r)
+    for (std::int64_t p = a.row_ptr[r]; p < a.row_ptr[r + 1]; ++p) {
+      c.row.push_back(r);
+      c.col.push_back(a.col_idx[p]);
+      c.values.push_back(p < static_cast<std::int64_t>(a.values.size()) ? a.values[p] : 0.0);
+    }
+  return c;
+}
+
+std::vector<double> to_dense(const Csr& a) {
+  std::vector<double> d(a.rows * a.cols, 0.0);
+  for (std::int64_t r = 0; r < a.rows; ++r)
+    for (std::int64_t p = a.row_ptr[r]; p < a.row_ptr[r + 1]; ++p) d[r * a.cols + a.col_idx[p]] += a.values[p];
+  return d;
+}
+
+void validate_csr(const std::string& what, const double* row_ptr, const double* col_idx, std::int64_t rows,
+                  std::int64_t cols, std::int64_t nnz_cap) {
+  auto fail = [&](const std::string& msg) { throw UsageError(what + ": " + msg); };
+  auto integer = [](double v) { return std::isfinite(v) && v == std::floor(v); };
+  if (row_ptr[0] != 0) fail("row_ptr[0]=" + std::to_string(row_ptr[0]) + " must be 0 (a CSR row pointer starts at 0)");
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const double a = row_ptr[r], b = row_ptr[r + 1];
+    if (!integer(b))
+      fail("row_ptr[" + std::to_string(r + 1) + "]=" + std::to_string(b) + " is not an integer index");
+    if (b < a)
+      fail("row_ptr[" + std::to_string(r + 1) + "]=" + std::to_string(static_cast<std::int64_t>(b)) +
+           " is less than row_ptr[" + std::to_string(r) + "]=" + std::to_string(static_cast<std::int64_t>(a)) +
+           ": a row pointer must not decrease (row " + std::to_string(r) + " would have a negative length)");
+    if (b > static_cast<double>(nnz_cap))
+      fail("row_ptr[" + std::to_string(r + 1) + "]=" + std::to_string(static_cast<std::int64_t>(b)) +
+           " exceeds NNZ=" + std::to_string(nnz_cap) + " (the length of col_idx and values); raise NNZ");
+  }
+  std::vector<std::int64_t> seen;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto p0 = static_cast<std::int64_t>(row_ptr[r]), p1 = static_cast<std::int64_t>(row_ptr[r + 1]);
+    seen.clear();
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const double c = col_idx[p];
+      if (!integer(c) || c < 0 || c >= static_cast<double>(cols))
+        fail("col_idx[" + std::to_string(p) + "]=" + std::to_string(c) + " (row " + std::to_string(r) +
+             ") is not a column index in [0, " + std::to_string(cols) + ")");
+      seen.push_back(static_cast<std::int64_t>(c));
+    }
+    std::sort(seen.begin(), seen.end());
+    const auto dup = std::adjacent_find(seen.begin(), seen.end());
+    if (dup != seen.end())
+      fail("row " + std::to_string(r) + " holds column " + std::to_string(*dup) +
+           " twice (col_idx[" + std::to_string(p0) + ".." + std::to_string(p1 - 1) +
+           "]): duplicate indices are refused; sum them into one entry");
+  }
+}
+
+const char* pattern_name(Pattern p) {
+  switch (p) {
+    case Pattern::uniform: return "uniform";
+    case Pattern::power_law: return "power_law";
+    case Pattern::banded: return "banded";
+    case Pattern::block: return "block";
+    case Pattern::pruned: return "pruned";
+    case Pattern::empty_rows_cols: return "empty_rows_cols";
+    case Pattern::dense_row: return "dense_row";
+  }
+  return "?";
+}
+
+Pattern pattern_from_name(const std::string& name) {
+  std::string all;
+  for (int i = 0; i < kPatternCount; ++i) {
+    if (name == pattern_name(static_cast<Pattern>(i))) return static_cast<Pattern>(i);
+    all += std::string(i ? ", " : "") + pattern_name(static_cast<Pattern>(i));
+  }
+  throw UsageError("unknown sparsity pattern '" + name + "' (one of: " + all + ")");
+}
+
+Csr generate(Pattern p, std::int64_t rows, std::int64_t cols, std::int64_t nnz, std::uint64_t seed) {
+  if (rows < 1 || cols < 1 || nnz < 0) throw UsageError("sparse::generate: rows and cols must be >= 1, nnz >= 0");
+  if (p == Pattern::pruned) return pruned(rows, cols, nnz, seed);
+  std::vector<double> weight(rows, 1.0);
+  std::vector<std::int64_t> cap(rows, cols);
+  const bool holes = p == Pattern::empty_rows_cols;
+  const std::int64_t open_cols = holes ? (cols + 1) / 2 : cols;  // even columns
+  const std::int64_t dense = rows / 2;                            // the dense_row pattern's row
+  if (p == Pattern::power_law) {
+    std::vector<std::int64_t> rank(rows);
+    std::iota(rank.begin(), rank.end(), 0);
+    for (std::int64_t i = rows - 1; i > 0; --i)
+      std::swap(rank[i], rank[random_bits(seed, 0x5a2, i) % static_cast<std::uint64_t>(i + 1)]);
+    for (std::int64_t r = 0; r < rows; ++r) weight[r] = 1.0 / static_cast<double>(rank[r] + 1);
+  }
+  if (holes)
+    for (std::int64_t r = 0; r < rows; ++r) cap[r] = (rows == 1 || r % 2 == 1) ? open_cols : 0;
+  std::vector<std::int64_t> len;
+  if (p == Pattern::dense_row) {  // the dense row first, the rest spread evenly
+    std::vector<std::int64_t> rest_cap = cap;
+    rest_cap[dense] = 0;
+    const std::int64_t first = std::min(nnz, cols);
+    len = distribute(nnz - first, weight, rest_cap, seed);
+    len[dense] = first;
+  } else {
+    len = distribute(nnz, weight, cap, seed);
+  }
+  Csr a = from_lengths(rows, cols, len);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t n = len[r];
+    if (n == 0) continue;
+    if (p == Pattern::banded) {  // contiguous, centred on the scaled diagonal
+      const std::int64_t centre = rows == 1 ? cols / 2 : r * (cols - 1) / (rows - 1);
+      const std::int64_t start = std::clamp<std::int64_t>(centre - n / 2, 0, cols - n);
+      for (std::int64_t c = start; c < start + n; ++c) a.col_idx.push_back(c);
+    } else if (p == Pattern::block) {  // the group's shuffled column blocks, in order, first n columns
+      const std::int64_t blocks = (cols + 3) / 4, group = r / 4;
+      std::vector<std::int64_t> order(blocks);
+      std::iota(order.begin(), order.end(), 0);
+      for (std::int64_t i = blocks - 1; i > 0; --i)
+        std::swap(order[i], order[random_bits(seed, 0x5a3 + group, i) % static_cast<std::uint64_t>(i + 1)]);
+      std::vector<std::int64_t> picked;
+      for (std::int64_t b = 0; b < blocks && static_cast<std::int64_t>(picked.size()) < n; ++b)
+        for (std::int64_t c = order[b] * 4; c < std::min(cols, order[b] * 4 + 4) && static_cast<std::int64_t>(picked.size()) < n; ++c)
+          picked.push_back(c);
+      std::sort(picked.begin(), picked.end());
+      a.col_idx.insert(a.col_idx.end(), picked.begin(), picked.end());
+    } else {
+      const auto picked = sample(open_cols, n, seed, 0x5b00 + static_cast<std::uint64_t>(r));
+      for (const std::int64_t c : picked) a.col_idx.push_back(holes ? 2 * c : c);
+    }
+  }
+  a.values.assign(a.nnz(), 0.0);
+  return a;
+}
+
+}  // namespace kforge::sparse
