@@ -44,16 +44,18 @@ void ThreadPool::drain(int worker) {
   }
 }
 
-// About 64 blocks per launch sleep 0..500 us each (whatever the grid's size, so a big grid is
-// not slowed much); the others give up their core once. Sleeping hands the core to another
-// thread, which is what reorders blocks when there are more threads than cores.
+// About 128 blocks per launch sleep 0..1.5 ms each (whatever the grid's size, so a big grid is
+// not slowed much: 0.1 s of sleep spread over the threads at most); the others give up their
+// core once. Sleeping hands the core to another thread, which is what reorders blocks when there
+// are more threads than cores; delays longer than a small block's work let a later block of
+// the grid start and finish before an earlier one.
 void ThreadPool::delay_start(std::int64_t block) const {
   std::uint64_t h = (delay_seed_ ^ (static_cast<std::uint64_t>(block) * 0x9e3779b97f4a7c15ull)) * 0xbf58476d1ce4e5b9ull;
   h ^= h >> 31;
   h *= 0x94d049bb133111ebull;
   h ^= h >> 29;
-  const std::uint64_t slots = static_cast<std::uint64_t>(std::max<std::int64_t>(blocks_, 64));
-  if (h % slots < 64) std::this_thread::sleep_for(std::chrono::microseconds((h >> 20) % 500));
+  const std::uint64_t slots = static_cast<std::uint64_t>(std::max<std::int64_t>(blocks_, 128));
+  if (h % slots < 128) std::this_thread::sleep_for(std::chrono::microseconds((h >> 20) % 1500));
   else std::this_thread::yield();
 }
 
