@@ -195,7 +195,8 @@ class CpuBackend final : public Backend {
   std::string launch_fp_environment_change() const override { return fp_change_; }
 
   // Variant v >= 1 cycles through more threads than cores (2n+1, 4n+3), the ordinary count n
-  // and n+1, each with seeded start delays. Never fewer threads than the ordinary schedule: a
+  // and n+1, each with seeded start delays: falling with the block index (a mostly reversed
+  // order) with more threads than cores, random otherwise. Never fewer threads than the ordinary schedule: a
   // kernel may rely on that many blocks running at once (the pool's promise).
   std::string set_schedule(int variant, std::uint64_t seed) override {
     const int n = threads_;
@@ -206,10 +207,12 @@ class CpuBackend final : public Backend {
       pool_ = std::make_unique<cpu::ThreadPool>(want);
     }
     const std::uint64_t delays = variant <= 0 ? 0 : (seed * 0x9e3779b97f4a7c15ull + variant) | 1;
-    pool_->set_start_delays(delays);
+    const bool reverse = variant % 2 == 1;  // the variants with more threads than cores
+    pool_->set_start_delays(delays, reverse);
     if (variant <= 0) return "the ordinary schedule";
-    return fmt::format("{} threads on {} cores, blocks started in a shuffled order (start-delay seed {:#x})", want,
-                       std::max(1u, std::thread::hardware_concurrency()), delays);
+    return fmt::format("{} threads on {} cores, blocks started in a {} order (start-delay seed {:#x})", want,
+                       std::max(1u, std::thread::hardware_concurrency()),
+                       reverse ? "mostly reversed" : "shuffled", delays);
   }
 
  private:

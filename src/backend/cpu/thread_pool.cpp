@@ -54,6 +54,13 @@ void ThreadPool::delay_start(std::int64_t block) const {
   h ^= h >> 31;
   h *= 0x94d049bb133111ebull;
   h ^= h >> 29;
+  if (reverse_) {  // the first 128 blocks: 1.5 ms down to 0 as the index grows, plus jitter
+    const std::int64_t ramp = std::min<std::int64_t>(blocks_, 128);
+    if (block < ramp)
+      std::this_thread::sleep_for(std::chrono::microseconds((ramp - block) * 1500 / ramp + (h >> 20) % 100));
+    else std::this_thread::yield();
+    return;
+  }
   const std::uint64_t slots = static_cast<std::uint64_t>(std::max<std::int64_t>(blocks_, 128));
   if (h % slots < 128) std::this_thread::sleep_for(std::chrono::microseconds((h >> 20) % 1500));
   else std::this_thread::yield();

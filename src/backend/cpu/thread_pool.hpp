@@ -39,7 +39,12 @@ class ThreadPool {
   void run(std::int64_t blocks, const std::function<void(std::int64_t, int)>& body);
   // 0: blocks run as soon as they are claimed (the ordinary schedule); else the seed of the
   // start delays. Set between launches only.
-  void set_start_delays(std::uint64_t seed) { delay_seed_ = seed; }
+  // `reverse`: the delays fall with the block index instead (the first blocks claimed wait
+  // longest), so with more threads than cores later blocks tend to run before earlier ones.
+  void set_start_delays(std::uint64_t seed, bool reverse = false) {
+    delay_seed_ = seed;
+    reverse_ = reverse;
+  }
 
  private:
   void work(int worker);
@@ -56,6 +61,7 @@ class ThreadPool {
   std::atomic<int> busy_{0};                  // workers still draining this grid
   bool stop_ = false;
   std::uint64_t delay_seed_ = 0;
+  bool reverse_ = false;
 };
 
 }  // namespace kforge::cpu
