@@ -86,6 +86,19 @@ class Backend {
                                           const std::string& source_name = {}) = 0;
   // Launches and waits; returns the kernel's seconds on the backend's own clock.
   virtual double run(Module& m, const LaunchGeometry& g, std::span<const Arg> args) = 0;
+
+  // What the last run() left changed that a kernel must leave as it found it (cpu: the
+  // floating-point control state of a thread that ran a block), in words; empty when nothing.
+  // The backend has already put it back.
+  [[nodiscard]] virtual std::string launch_fp_environment_change() const { return {}; }
+  // Race probing (verify's determinism repeats): variant 0 is the ordinary schedule, each
+  // variant v >= 1 another one, seeded, where the backend can make one (cpu: other thread
+  // counts, more threads than cores among them, and a shuffled block start order). Returns the
+  // schedule in words; empty when the backend has no variants (its repeats are plain repeats).
+  virtual std::string set_schedule(int variant, std::uint64_t seed) {
+    (void)variant, (void)seed;
+    return {};
+  }
 };
 
 struct BackendOptions {

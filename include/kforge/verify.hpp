@@ -8,8 +8,12 @@
 //   finite         no NaN/Inf where the reference is finite
 //   all_zero       not an all-zero output against a non-zero reference
 //   bound          every element within its dtype-aware error bound
-//   determinism    the same inputs, run again at fresh addresses, pass again
+//   fp_environment the run left the floating-point control state (FTZ/DAZ, rounding) as it found it
+//   determinism    the same inputs, run again at fresh addresses under other schedules (threads,
+//                  block order: a race), pass again; bit for bit when the kernel claims so
 //   perturbation   one changed input element changes the output where the reference changes
+//   reused_buffers new inputs in the very buffers of the previous run, and those inputs again
+//                  at fresh addresses, pass (a cache keyed by pointers or by values fails)
 //   shapes         the checks above at fuzzed shapes: 1, primes, tile±1, random
 // The caller adds timed_outputs and speed_of_light (evaluate.cpp), which need the timed runs.
 #include <cmath>
@@ -25,6 +29,8 @@
 
 namespace kforge {
 
+struct KernelOutput;
+
 struct VerifyOptions {
   // Thorough (the default for final verdicts): every distribution, determinism, perturbation
   // and shape fuzzing. Quick (tuning): `trials` at the requested sizes, same per-run checks.
@@ -34,7 +40,10 @@ struct VerifyOptions {
   std::vector<Distribution> distributions{std::begin(kAllDistributions), std::end(kAllDistributions)};
   std::uint64_t seed = 0x6b666f726765ull;
   int fuzz_shapes = 8;        // thorough only
-  int determinism_runs = 2;   // extra runs of trial 0's inputs, thorough only
+  int determinism_runs = 4;   // extra runs of trial 0's inputs, thorough only, each under schedule(r)
+  // The kernel claims bitwise determinism: its repeats must equal trial 0's output bit for bit
+  // (else within the bound, as every run).
+  bool bitwise_repeats = false;
   // Values near which a tiled kernel's tails break (its parameter values); shape fuzzing tries
   // each t-1, t, t+1. Set by the caller; not part of the JSON.
   std::vector<std::int64_t> tile_hints;
@@ -44,6 +53,12 @@ struct VerifyOptions {
   // Scalars the user fixed: every trial uses them (the trials vary only the others). Set by
   // the caller from the request.
   Scalars scalars;
+  // Race probing, set by the caller: switches the backend to schedule variant v (0: the
+  // ordinary one) and returns it in words (empty: no variants). Not part of the JSON.
+  std::function<std::string(int variant, std::uint64_t seed)> schedule;
+  // Runs the kernel in the very buffers of the previous call (same sizes); empty: the
+  // reused_buffers check is skipped. Set by the caller; not part of the JSON.
+  std::function<KernelOutput(const Instance& inst, bool poison_inout)> call_same_buffers;
   [[nodiscard]] int trial_count() const { return trials > 0 ? trials : thorough ? 3 : 2; }
 };
 
@@ -54,6 +69,7 @@ struct KernelOutput {
   int guard_violations = 0;                   // tensors with damaged guard bands
   std::string guard_detail;
   std::vector<std::string> inputs_modified;   // names of `in` tensors the kernel wrote
+  std::string fp_environment;                 // the FP control state the run left changed; empty: none
 };
 
 // Runs the kernel once on an instance (fresh buffers) and returns what it left.

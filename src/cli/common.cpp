@@ -26,6 +26,8 @@ void InstanceOptions::add_to(CLI::App& app, bool problem_positional) {
   app.add_flag("--thorough{false}", quick, "thorough verification (default, except for tune): also "
                "determinism, perturbation and fuzzed shapes")->excludes(q);
   app.add_option("--seed", seed, "seed of the input generator")->capture_default_str();
+  app.add_flag("--bitwise", bitwise, "the kernel claims bitwise determinism: thorough verification's repeats "
+               "(other thread counts and block orders) must equal the first run bit for bit");
   app.add_flag("--json", json, "print one JSON document instead of a table");
 }
 
@@ -53,6 +55,7 @@ EvalRequest make_request(const InstanceOptions& o, const Problem& p, const Kerne
   r.verify.trials = o.trials;
   r.verify.thorough = !o.quick;
   r.verify.seed = o.seed;
+  r.verify.bitwise_repeats = o.bitwise;
   return r;
 }
 

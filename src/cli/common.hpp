@@ -23,6 +23,7 @@ struct InstanceOptions {
   int threads = 0;
   int trials = 0;      // 0: the mode's default
   bool quick = false;  // the quick verification protocol (tuning's default)
+  bool bitwise = false;  // the kernel claims bitwise determinism (repeats compared bit for bit)
   std::uint64_t seed = 0x6b666f726765ull;
   bool json = false;
   void add_to(CLI::App& app, bool problem_positional = true);

@@ -20,6 +20,9 @@ class KernelRunner {
   // Copies the instance in, at fresh buffers (never at the addresses of the previous load);
   // outputs (and inout tensors when asked) poisoned.
   void load(const Instance& inst, bool poison_inout);
+  // The same, into the very buffers of the previous load (same sizes): the reused_buffers
+  // check, which a cache keyed by a pointer must fail.
+  void refill(const Instance& inst, bool poison_inout);
   // Puts every out/inout tensor back as load() left it, so a repeated run starts from the same
   // state and a run that writes nothing leaves the poison for the verifier to find.
   void restore_outputs();
@@ -43,6 +46,7 @@ class KernelRunner {
     std::size_t elements = 0;
     TensorSpec spec;
   };
+  void fill(const Instance& inst, bool poison_inout, bool same_buffers);
   // The tensor's whole image (guards included) as it is now on the device, in readback_.
   const std::vector<unsigned char>& read_back(const Tensor& x);
 

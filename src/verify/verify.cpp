@@ -87,7 +87,7 @@ class Protocol {
 
   VerifyReport run(const Sizes& s) {
     requested_ = s;
-    if (trials(s) && o_.thorough) (void)(determinism() && perturbation() && shapes(s));
+    if (trials(s) && o_.thorough) (void)(determinism() && perturbation() && reused_buffers() && shapes(s));
     return std::move(rep_);
   }
 
@@ -111,11 +111,18 @@ class Protocol {
   // One run of the kernel on `inst`, compared with its reference. A failure is charged to
   // `as_check` when given (the run's own check otherwise).
   Judged judge(const Instance& inst, Distribution d, const std::string& ref_key, const std::string& context,
-               const char* as_check = nullptr) {
-    KernelOutput out = call_(inst, !p_.reads_inout(inst));  // before the reference exists
+               const char* as_check = nullptr, const KernelCall* via = nullptr) {
+    KernelOutput out = (via ? *via : call_)(inst, !p_.reads_inout(inst));  // before the reference exists
     const auto ref = reference_for(p_, inst, p_.name() + "|" + ref_key);
     if (!degenerate_checked_) refuse_if_degenerate(inst, *ref);
-    const Comparison c = compare(p_, inst, out, ref->out, ref->magnitude);
+    Comparison c = compare(p_, inst, out, ref->out, ref->magnitude);
+    if (!out.fp_environment.empty()) {  // charged as itself, whatever the run was checking
+      c.passed = false;
+      c.failed_check = "fp_environment";
+      c.failure = "the kernel left the floating-point environment changed: " + out.fp_environment +
+                  " (restore it before returning)";
+      as_check = nullptr;
+    }
     ++rep_.trials_run;
     if (c.passed) {
       if (c.max_bound_ratio >= rep_.worst.max_bound_ratio) {
@@ -197,13 +204,65 @@ class Protocol {
     const Distribution d = o_.distributions[0];
     const Instance& inst = first_instance_;
     bool bitwise = true;
+    std::string schedules;
     for (int r = 1; r <= o_.determinism_runs; ++r) {
-      Judged j = judge(inst, d, key(inst, d, o_.seed, 0, ""), fmt::format("repeat {} of trial 0", r), "determinism");
+      // Each repeat under another schedule where the backend has them (a race shows when the
+      // order or the overlap of blocks changes); the ordinary one is back before anything else.
+      std::string schedule = o_.schedule ? o_.schedule(r, o_.seed + static_cast<std::uint64_t>(r)) : "";
+      const std::string context = fmt::format("repeat {} of trial 0{}", r, schedule.empty() ? "" : ", " + schedule);
+      Judged j = judge(inst, d, key(inst, d, o_.seed, 0, ""), context, "determinism");
+      if (o_.schedule) (void)o_.schedule(0, 0);
       if (!j.passed) return false;
-      bitwise = bitwise && j.out.tensors == first_output_;
+      const bool same = j.out.tensors == first_output_;
+      if (!same && o_.bitwise_repeats) return fail_bitwise(context);
+      bitwise = bitwise && same;
+      if (!schedule.empty() && schedules.find(schedule.substr(0, 12)) == std::string::npos)
+        schedules += (schedules.empty() ? "" : "; ") + schedule.substr(0, schedule.find(','));
     }
-    add("determinism", true, fmt::format("{} repeat(s) of trial 0 passed; results {}", o_.determinism_runs,
+    add("determinism", true, fmt::format("{} repeat(s) of trial 0 passed{}; results {}", o_.determinism_runs,
+                                         schedules.empty() ? "" : " (schedules: " + schedules + ")",
                                          bitwise ? "bitwise identical" : "differ within rounding"));
+    return true;
+  }
+
+  // A repeat within the bound but not bit for bit equal, from a kernel that claims it would be.
+  bool fail_bitwise(const std::string& context) {
+    rep_.passed = false;
+    rep_.failed_check = "determinism";
+    rep_.failed_sizes = first_instance_.sizes;
+    rep_.failure = fmt::format("determinism [{} at {}, seed {}]: the output differs from trial 0's bit for bit, "
+                               "although the kernel claims bitwise determinism", context,
+                               sizes_text(first_instance_.sizes), o_.seed);
+    add("determinism", false, rep_.failure);
+    return false;
+  }
+
+  // New inputs in the very buffers of the previous run (the last perturbation's, at the
+  // requested sizes), then one element of them changed in place, then those inputs at fresh
+  // addresses: a result cache keyed by the output pointer, by pointer and a sample of the
+  // values, or by the values alone returns a stale answer in one of them.
+  bool reused_buffers() {
+    if (!o_.call_same_buffers) return true;
+    const Distribution d = o_.distributions[1 % o_.distributions.size()];
+    const std::uint64_t seed = o_.seed ^ 0x7e05edull;
+    Instance inst = instance(requested_, 0, d, seed);
+    const KernelCall& same = o_.call_same_buffers;
+    if (!judge(inst, d, key(inst, d, seed, 0, "reused"), "new inputs in the previous run's buffers",
+               "reused_buffers", &same).passed)
+      return false;
+    const auto specs = p_.tensors();
+    for (std::size_t t = 0; t < specs.size(); ++t) {
+      if (specs[t].role != Role::in || inst.tensors[t].empty()) continue;
+      const std::size_t i = random_bits(seed, 0x5ab + t, 0) % inst.tensors[t].size();
+      p_.perturb(inst, t, i);
+      const std::string what = fmt::format("{}[{}] changed in place", specs[t].name, i);
+      if (!judge(inst, d, key(inst, d, seed, 0, what), what, "reused_buffers", &same).passed) return false;
+      break;  // one input is enough: the buffers are the same, only the values moved
+    }
+    if (!judge(inst, d, key(inst, d, seed, 0, "moved"), "the same inputs at fresh addresses", "reused_buffers").passed)
+      return false;
+    add("reused_buffers", true, "new inputs in the same buffers, one element changed in place, and the same "
+                                "inputs at fresh addresses: each passed");
     return true;
   }
 

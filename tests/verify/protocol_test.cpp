@@ -187,3 +187,66 @@ TEST(Protocol, ADegenerateInstanceIsRefusedBeforeAnyVerdict) {
 
 }  // namespace
 }  // namespace kforge
+
+namespace kforge {
+namespace {
+
+// The hooks evaluate.cpp sets, exercised without a backend: a cache keyed by the buffers
+// (modelled as "the run in the same buffers returns the previous answer") fails
+// reused_buffers; a run that reports a changed FP environment fails fp_environment at once;
+// the determinism repeats ask for schedule variants 1..n and put the ordinary one back.
+TEST(Protocol, AnAnswerKeptForTheSameBuffersFailsReusedBuffers) {
+  KernelOutput last;
+  VerifyOptions o;
+  auto fresh = [&](const Instance& in, bool) { return last = exact(in); };
+  o.call_same_buffers = [&](const Instance&, bool) { return last; };  // the old answer
+  const VerifyReport r = verify(*find_problem("gemm"), kShape, DType::fp32, fresh, o);
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.failed_check, "reused_buffers") << r.failure;
+  // The same hook running the kernel honestly passes.
+  o.call_same_buffers = [&](const Instance& in, bool p) { return fresh(in, p); };
+  const VerifyReport ok = verify(*find_problem("gemm"), kShape, DType::fp32, fresh, o);
+  EXPECT_TRUE(ok.passed) << ok.failure;
+  bool listed = false;
+  for (const auto& c : ok.checks) listed = listed || c.name == "reused_buffers";
+  EXPECT_TRUE(listed);
+}
+
+TEST(Protocol, AChangedFpEnvironmentFailsEvenWhenTheOutputIsRight) {
+  int calls = 0;
+  const VerifyReport r = thorough(kShape, [&](const Instance& in, bool) {
+    KernelOutput out = exact(in);
+    if (++calls == 5) out.fp_environment = "flush-to-zero (MXCSR.FZ) on";  // during a repeat
+    return out;
+  });
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.failed_check, "fp_environment") << r.failure;
+  EXPECT_NE(r.failure.find("flush-to-zero"), std::string::npos) << r.failure;
+}
+
+TEST(Protocol, RepeatsRunUnderScheduleVariantsAndBitwiseClaimsAreHeld) {
+  std::vector<int> variants;
+  VerifyOptions o;
+  o.schedule = [&](int v, std::uint64_t) {
+    variants.push_back(v);
+    return v == 0 ? std::string("ordinary") : "variant " + std::to_string(v);
+  };
+  int calls = 0;
+  auto call = [&](const Instance& in, bool) {
+    KernelOutput out = exact(in);
+    if (++calls == 5) out.tensors[0][3] = std::nextafter(out.tensors[0][3], 1e30);  // one ulp off, in bound
+    return out;
+  };
+  const VerifyReport r = verify(*find_problem("gemm"), kShape, DType::fp32, call, o);
+  EXPECT_TRUE(r.passed) << r.failure;
+  EXPECT_EQ(variants, (std::vector<int>{1, 0, 2, 0, 3, 0, 4, 0}));
+  calls = 0;
+  o.bitwise_repeats = true;
+  const VerifyReport strict = verify(*find_problem("gemm"), kShape, DType::fp32, call, o);
+  EXPECT_FALSE(strict.passed);
+  EXPECT_EQ(strict.failed_check, "determinism") << strict.failure;
+  EXPECT_NE(strict.failure.find("bit for bit"), std::string::npos) << strict.failure;
+}
+
+}  // namespace
+}  // namespace kforge

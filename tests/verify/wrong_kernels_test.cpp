@@ -44,7 +44,7 @@ struct WrongKernel {
 
 // Races are caught when they happen: with 8 threads on a busy 2-core machine a lost slice is
 // the rule at these sizes, and the test allows three evaluations for the rare run without one.
-const std::set<std::string> kRaceChecks = {"determinism", "bound", "poison"};
+const std::set<std::string> kRaceChecks = {"determinism", "bound", "poison", "finite"};
 const std::set<std::string> kRaceDispositions = {"nondeterministic", "incorrect"};
 
 std::vector<WrongKernel> corpus() {
@@ -62,6 +62,13 @@ std::vector<WrongKernel> corpus() {
       {.file = "race_split_k.cpp",
        .args = "--lang cpp --params KS=8 --grid KS --size M=256,N=256,K=1024 --threads 8",
        .checks = kRaceChecks, .dispositions = kRaceDispositions, .attempts = 3},
+      // Blocks of the two K-slices rarely overlap in the ordinary schedule; the determinism
+      // repeats' other schedules (more threads than cores, shuffled starts) make them overlap.
+      {.file = "race_two_block_add.cpp",
+       .args = "--lang cpp --grid 'ceil_div(M,16),2' --size M=128,N=128,K=256",
+       .checks = kRaceChecks, .dispositions = kRaceDispositions, .attempts = 2},
+      {.file = "ftz_daz_left_on.cpp", .args = cpu, .checks = {"fp_environment"}},
+      {.file = "cache_by_output_pointer.cpp", .args = cpu, .checks = {"reused_buffers", "bound"}},
       {.file = "stale_workspace.cpp", .args = cpu, .checks = {"determinism", "bound"},
        .dispositions = {"nondeterministic", "incorrect"}, .quick_passes = true},
       {.file = "ignores_beta.cpp", .args = cpu, .checks = {"bound"}},
@@ -82,14 +89,16 @@ std::vector<WrongKernel> corpus() {
       {.file = "reads_c_beta_zero.cpp", .args = cpu, .checks = {"poison", "finite"}},
       {.file = "lazy_when_timed.cpp",
        .args = std::string(kCpu16) + " --size M=128,N=128,K=128 --bench",
-       .checks = {"timed_outputs"}, .quick_passes = true},
+       .checks = {"timed_outputs", "reused_buffers"}, .quick_passes = true},
       {.file = "wrong_on_one_timed_run.cpp",
        .args = std::string(kCpu16) + " --size M=128,N=128,K=128 --bench",
-       .checks = {"timed_outputs"}, .quick_passes = true},
+       .checks = {"timed_outputs", "reused_buffers"}, .quick_passes = true},
       // A timing verdict: on a host loaded by others one run in many can miss it, so two tries.
+      // These three tell a timed run by its reused buffers, so reused_buffers may see them first.
       {.file = "replay_when_timed.cpp",
        .args = std::string(kCpu16) + " --size M=512,N=512,K=512 --bench",
-       .checks = {"speed_of_light"}, .dispositions = {"suspect"}, .quick_passes = true, .attempts = 2},
+       .checks = {"speed_of_light", "reused_buffers"}, .dispositions = {"suspect", "incorrect"},
+       .quick_passes = true, .attempts = 2},
       {.file = "transposed_b.cl", .args = cl, .checks = {"bound", "perturbation"}},
       {.file = "skips_last_row.cl", .args = cl, .checks = {"poison", "bound"}},
       {.file = "bf16_accumulator.cl", .args = cl, .checks = {"bound"}},
@@ -251,6 +260,15 @@ TEST(WrongKernelsControl, CorrectKernelsWithTheSameArgumentsPass) {
     EXPECT_EQ(r.exit_code, 0) << file << ":\n" << r.out << r.err;
     EXPECT_NE(r.out.find("\"passed\""), std::string::npos) << r.out;
   }
+}
+
+// The FP environment is checked on every run, so quick mode (tuning) rejects it too.
+TEST(WrongKernelsQuick, FpEnvironmentLeftChangedIsCaughtInQuickMode) {
+  WrongKernel k{.file = "ftz_daz_left_on.cpp", .args = std::string(kCpu16) + " " + k64};
+  const EvalRun r = eval(k, "--quick");
+  EXPECT_EQ(r.doc.value("disposition", ""), "incorrect") << summary(r);
+  EXPECT_EQ(r.doc.value("verify", json::object()).value("failed_check", ""), "fp_environment") << summary(r);
+  EXPECT_NE(r.doc.value("error", "").find("flush-to-zero"), std::string::npos) << summary(r);
 }
 
 TEST(WrongKernelsControl, TheCorpusHasEveryFileAndEnoughOpenCl) {

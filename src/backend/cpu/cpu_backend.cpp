@@ -8,14 +8,18 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <atomic>
 #include <mutex>
 #include <thread>
 
+#include "backend/cpu/fp_environment.hpp"
 #include "backend/cpu/thread_pool.hpp"
 #include "kforge/backend.hpp"
 #include "kforge/error.hpp"
 #include "kforge/subprocess.hpp"
 #include "kforge/util.hpp"
+
+#include <fmt/format.h>
 
 namespace kforge {
 namespace {
@@ -91,11 +95,12 @@ std::string cpu_model() {
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const BackendOptions& o)
-      : pool_(o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
+      : threads_(o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
+        pool_(std::make_unique<cpu::ThreadPool>(threads_)) {}
 
   std::string name() const override { return "cpu"; }
   std::string device() const override {
-    return cpu_model() + " (" + std::to_string(pool_.size()) + " threads)";
+    return cpu_model() + " (" + std::to_string(threads_) + " threads)";
   }
   Lang lang() const override { return Lang::cpp; }
   bool can_run() const override { return true; }
@@ -160,23 +165,60 @@ class CpuBackend final : public Backend {
       }
     }
     const std::int64_t blocks = g.grid.x * g.grid.y * g.grid.z;
-    const int workers = pool_.size();
+    const int workers = pool_->size();
     const Entry entry = m.entry;
+    fp_change_.clear();
+    std::atomic<bool> fp_changed{false};
+    std::mutex fp_mutex;
     const std::function<void(std::int64_t, int)> body = [&](std::int64_t b, int worker) {
       KfCtx c{{b % g.grid.x, (b / g.grid.x) % g.grid.y, b / (g.grid.x * g.grid.y)},
               {g.grid.x, g.grid.y, g.grid.z},
               {g.block.x, g.block.y, g.block.z},
               worker,
               workers};
+      // Per block, on the thread that runs it (the control state is per thread): a few
+      // nanoseconds against a block's microseconds at least.
+      const cpu::FpControl before = cpu::FpControl::read();
       entry(&c, argv.data());
+      const cpu::FpControl after = cpu::FpControl::read();
+      if (after.same_controls(before)) return;
+      before.restore();  // the rest of the run (kforge's and the next block's) as it was
+      if (fp_changed.exchange(true)) return;
+      std::lock_guard lock(fp_mutex);
+      fp_change_ = fmt::format("block {} left {} changed", b, after.change_from(before));
     };
     const auto t0 = std::chrono::steady_clock::now();
-    pool_.run(blocks, body);
+    pool_->run(blocks, body);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
+  std::string launch_fp_environment_change() const override { return fp_change_; }
+
+  // Variant v >= 1 cycles through more threads than cores (2n+1, 4n+3), the ordinary count n
+  // and n+1, each with seeded start delays: falling with the block index (a mostly reversed
+  // order) with more threads than cores, random otherwise. Never fewer threads than the ordinary schedule: a
+  // kernel may rely on that many blocks running at once (the pool's promise).
+  std::string set_schedule(int variant, std::uint64_t seed) override {
+    const int n = threads_;
+    const int counts[] = {2 * n + 1, n, 4 * n + 3, n + 1};
+    const int want = variant <= 0 ? n : counts[(variant - 1) % 4];
+    if (want != pool_->size()) {
+      pool_.reset();  // its threads joined before the new ones start
+      pool_ = std::make_unique<cpu::ThreadPool>(want);
+    }
+    const std::uint64_t delays = variant <= 0 ? 0 : (seed * 0x9e3779b97f4a7c15ull + variant) | 1;
+    const bool reverse = variant % 2 == 1;  // the variants with more threads than cores
+    pool_->set_start_delays(delays, reverse);
+    if (variant <= 0) return "the ordinary schedule";
+    return fmt::format("{} threads on {} cores, blocks started in a {} order (start-delay seed {:#x})", want,
+                       std::max(1u, std::thread::hardware_concurrency()),
+                       reverse ? "mostly reversed" : "shuffled", delays);
+  }
+
  private:
-  cpu::ThreadPool pool_;
+  int threads_;  // the ordinary schedule's
+  std::unique_ptr<cpu::ThreadPool> pool_;
+  std::string fp_change_;  // what the last launch left changed; empty: nothing
 };
 
 }  // namespace

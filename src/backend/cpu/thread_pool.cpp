@@ -1,5 +1,6 @@
 #include "backend/cpu/thread_pool.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -37,7 +38,32 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::drain(int worker) {
-  for (std::int64_t b = next_.fetch_add(1); b < blocks_; b = next_.fetch_add(1)) (*body_)(b, worker);
+  for (std::int64_t b = next_.fetch_add(1); b < blocks_; b = next_.fetch_add(1)) {
+    if (delay_seed_ != 0) delay_start(b);
+    (*body_)(b, worker);
+  }
+}
+
+// About 128 blocks per launch sleep 0..1.5 ms each (whatever the grid's size, so a big grid is
+// not slowed much: 0.1 s of sleep spread over the threads at most); the others give up their
+// core once. Sleeping hands the core to another thread, which is what reorders blocks when there
+// are more threads than cores; delays longer than a small block's work let a later block of
+// the grid start and finish before an earlier one.
+void ThreadPool::delay_start(std::int64_t block) const {
+  std::uint64_t h = (delay_seed_ ^ (static_cast<std::uint64_t>(block) * 0x9e3779b97f4a7c15ull)) * 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 31;
+  h *= 0x94d049bb133111ebull;
+  h ^= h >> 29;
+  if (reverse_) {  // the first 128 blocks: 1.5 ms down to 0 as the index grows, plus jitter
+    const std::int64_t ramp = std::min<std::int64_t>(blocks_, 128);
+    if (block < ramp)
+      std::this_thread::sleep_for(std::chrono::microseconds((ramp - block) * 1500 / ramp + (h >> 20) % 100));
+    else std::this_thread::yield();
+    return;
+  }
+  const std::uint64_t slots = static_cast<std::uint64_t>(std::max<std::int64_t>(blocks_, 128));
+  if (h % slots < 128) std::this_thread::sleep_for(std::chrono::microseconds((h >> 20) % 1500));
+  else std::this_thread::yield();
 }
 
 void ThreadPool::run(std::int64_t blocks, const std::function<void(std::int64_t, int)>& body) {

@@ -13,6 +13,10 @@
 // launches (a timing loop, a tuner) do not pay a futex wake-up and a context switch each: for
 // kernels of a few microseconds that wake-up was most of the time. A grid of one block runs on
 // the calling thread alone.
+//
+// Race probing (verification): with start delays on, each block, once claimed, waits a seeded
+// pseudo-random time before it runs, so the order in which blocks actually run and overlap is
+// reshuffled from launch to launch while the claim order, and so the promise above, is kept.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -33,10 +37,19 @@ class ThreadPool {
   [[nodiscard]] int size() const { return static_cast<int>(workers_.size()) + 1; }
   // Calls body(block, worker) for every block in [0, blocks); returns when all are done.
   void run(std::int64_t blocks, const std::function<void(std::int64_t, int)>& body);
+  // 0: blocks run as soon as they are claimed (the ordinary schedule); else the seed of the
+  // start delays. Set between launches only.
+  // `reverse`: the delays fall with the block index instead (the first blocks claimed wait
+  // longest), so with more threads than cores later blocks tend to run before earlier ones.
+  void set_start_delays(std::uint64_t seed, bool reverse = false) {
+    delay_seed_ = seed;
+    reverse_ = reverse;
+  }
 
  private:
   void work(int worker);
   void drain(int worker);
+  void delay_start(std::int64_t block) const;
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
@@ -47,6 +60,8 @@ class ThreadPool {
   std::atomic<std::uint64_t> generation_{0};  // changed (under mutex_) for each grid
   std::atomic<int> busy_{0};                  // workers still draining this grid
   bool stop_ = false;
+  std::uint64_t delay_seed_ = 0;
+  bool reverse_ = false;
 };
 
 }  // namespace kforge::cpu

@@ -4,6 +4,8 @@
 // changed" and returns at once, leaving C as the caller set it.
 // Near miss: every verification run is computed, and right.
 // Caught by: `timed_outputs` (every timed run's outputs are checked), with --bench.
+//   Thorough mode may reject it first at `reused_buffers`: it tells a timed run by its reused
+//   buffers, and that check runs the kernel in the same buffers with new inputs.
 //   build/kforge eval --problem gemm --lang cpp --source tests/verify/wrong/lazy_when_timed.cpp \
 //     --grid 'ceil_div(M,16)' --size M=128,N=128,K=128 --bench --json
 #include <atomic>

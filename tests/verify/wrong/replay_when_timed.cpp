@@ -5,6 +5,8 @@
 // lie (a memcpy of C, many times faster than the machine can do the GEMM's arithmetic).
 // Near miss: every verification run is computed and right, and so is every timed run's output.
 // Caught by: `speed_of_light` (disposition suspect), with --bench.
+//   Thorough mode may reject it first at `reused_buffers`: it tells a timed run by its reused
+//   buffers, and that check runs the kernel in the same buffers with new inputs.
 //   build/kforge eval --problem gemm --lang cpp --source tests/verify/wrong/replay_when_timed.cpp \
 //     --grid 'ceil_div(M,16)' --size M=512,N=512,K=512 --bench --json
 #include <atomic>

@@ -6,6 +6,8 @@
 // checks only the last timed run's outputs passes it.
 // Caught by: `timed_outputs` (every timed run's outputs are fingerprinted and each distinct
 // result is checked), with --bench.
+//   Thorough mode may reject it first at `reused_buffers`: it tells a timed run by its reused
+//   buffers, and that check runs the kernel in the same buffers with new inputs.
 //   build/kforge eval --problem gemm --lang cpp --source tests/verify/wrong/wrong_on_one_timed_run.cpp \
 //     --grid 'ceil_div(M,16)' --size M=128,N=128,K=128 --bench --json
 #include <atomic>
