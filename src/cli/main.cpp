@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   kforge::cli::add_agent(app, code);
   kforge::cli::add_mcp(app, code);
   kforge::cli::add_kernelbench(app, code);
+  kforge::cli::add_features(app, code);
+  kforge::cli::add_predict(app, code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
