@@ -7,6 +7,7 @@
 // nor one already asked or told; it returns none once the whole space has been tried; the
 // same seed and the same tells give the same sequence.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,11 @@ struct StrategyOptions {
   std::vector<std::string> descriptors;
   // Bayesian optimization: ei, pi, lcb, or portfolio (a bandit over the three).
   std::string acquisition = "ei";
+  // Bayesian optimization: a prior, the predicted log(objective) of every configuration of the
+  // space by rank (e.g. a PerfModel's predict_space). The initial design takes the best-predicted
+  // configurations, the Gaussian process models what the prior gets wrong (the prior is its
+  // mean), and the candidates always include the best-predicted untried ones.
+  std::function<std::vector<double>(const Space&)> prior;
 };
 
 struct Observation {

@@ -16,5 +16,7 @@ void add_agent(CLI::App& app, int& code);
 void add_mcp(CLI::App& app, int& code);
 void add_kernelbench(CLI::App& app, int& code);
 void add_schedule(CLI::App& app, int& code);
+void add_features(CLI::App& app, int& code);
+void add_predict(CLI::App& app, int& code);
 
 }  // namespace kforge::cli

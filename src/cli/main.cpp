@@ -25,6 +25,8 @@ int run_command(int argc, char** argv) {
   kforge::cli::add_mcp(app, code);
   kforge::cli::add_kernelbench(app, code);
   kforge::cli::add_schedule(app, code);
+  kforge::cli::add_features(app, code);
+  kforge::cli::add_predict(app, code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -9,6 +9,7 @@
 
 #include "cli/common.hpp"
 #include "kforge/error.hpp"
+#include "kforge/predict.hpp"
 #include "kforge/replay.hpp"
 #include "kforge/util.hpp"
 
@@ -22,6 +23,7 @@ void add_tune_extras(CLI::App& cmd, TuneExtras& x) {
   cmd.add_option("--target", x.target_pct, "replay: stop once within this percent of the recorded optimum");
   cmd.add_option("--descriptors", x.descriptors, "mapelites: the two parameters of the archive, e.g. MWG,NWG");
   cmd.add_option("--acquisition", x.acquisition, "bayes: ei, pi, lcb or portfolio")->capture_default_str();
+  cmd.add_option("--prior", x.prior, "bayes: a model from `kforge predict --train` as the search's prior");
   cmd.add_option("--repeat", x.repeat, "replay: run seeds seed..seed+N-1 and summarize")->capture_default_str();
 }
 
@@ -32,6 +34,10 @@ StrategyOptions strategy_options(const TuneExtras& x) {
     if (o.descriptors.size() != 2) throw UsageError("--descriptors needs two parameter names, e.g. MWG,NWG");
   }
   o.acquisition = x.acquisition;
+  if (!x.prior.empty()) {  // loaded now, so a bad file fails before any evaluation
+    auto model = std::make_shared<PerfModel>(PerfModel::load(x.prior));
+    o.prior = [model](const Space& s) { return model->predict_space(s); };
+  }
   return o;
 }
 

@@ -17,6 +17,7 @@ struct TuneExtras {
   double time_limit_s = 0;
   double target_pct = -1;         // replay: stop within this % of the recorded optimum
   int repeat = 1;                 // replay: seeds seed..seed+repeat-1, summarized
+  std::string prior;              // bayes: a performance model (kforge predict --train) as prior
 };
 
 void add_tune_extras(CLI::App& cmd, TuneExtras& x);

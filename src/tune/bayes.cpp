@@ -46,12 +46,22 @@ class Bayes final : public Strategy {
     else if (o.acquisition == "lcb") fixed_ = kLCB;
     else if (o.acquisition != "portfolio")
       throw UsageError("unknown acquisition '" + o.acquisition + "': use ei, pi, lcb or portfolio");
+    if (o.prior) {
+      prior_ = o.prior(s);
+      if (prior_.size() != s.size())
+        throw UsageError("the prior predicts " + std::to_string(prior_.size()) + " configurations, the space has " +
+                         std::to_string(s.size()));
+      by_prior_.resize(prior_.size());
+      for (std::size_t i = 0; i < by_prior_.size(); ++i) by_prior_[i] = i;
+      std::stable_sort(by_prior_.begin(), by_prior_.end(), [&](std::size_t a, std::size_t b) { return prior_[a] < prior_[b]; });
+    }
   }
   std::string name() const override { return "bayes"; }
 
   nlohmann::json report() const override {
     nlohmann::json j{{"initial_samples", init_}, {"model_proposals", model_steps_}};
     j["length_scales"] = gp_.hyper().length;
+    if (!prior_.empty()) j["prior"] = true;
     j["acquisition_gains"] = {{"ei", gains_[kEI]}, {"pi", gains_[kPI]}, {"lcb", gains_[kLCB]}};
     j["acquisition_picks"] = {{"ei", picks_[kEI]}, {"pi", picks_[kPI]}, {"lcb", picks_[kLCB]}};
     return j;
@@ -59,7 +69,11 @@ class Bayes final : public Strategy {
 
  protected:
   std::optional<Config> propose() override {
-    if (static_cast<int>(history().size()) < init_ || valid_ < 2) return spread_sample();
+    if (static_cast<int>(history().size()) < init_ || valid_ < 2) {
+      if (prior_.empty()) return spread_sample();
+      std::vector<Config> top = best_predicted(1);  // with a prior, the initial design trusts it
+      return top.empty() ? std::nullopt : std::optional<Config>(std::move(top.front()));
+    }
     fit();
     std::vector<Config> cands = candidates();
     if (cands.empty()) return std::nullopt;
@@ -67,6 +81,7 @@ class Bayes final : public Strategy {
     for (std::size_t i = 0; i < cands.size(); ++i) row(Xs, i, cands[i]);
     Eigen::VectorXd mu, var;
     gp_.predict(Xs, mu, var);
+    for (std::size_t i = 0; i < cands.size(); ++i) mu(static_cast<Eigen::Index>(i)) += prior_of(cands[i]);
 
     // The exploration factor follows the spread of what was observed.
     const double lambda = std::clamp(cv_, 0.01, 1.0);
@@ -169,7 +184,7 @@ class Bayes final : public Strategy {
     Eigen::VectorXd y(n);
     for (Eigen::Index i = 0; i < n; ++i) {
       row(X, static_cast<std::size_t>(i), h[use[i]].config);
-      y(i) = y_of(use[i]);
+      y(i) = y_of(use[i]) - prior_of(h[use[i]].config);  // the GP models the prior's error
     }
     const double mean = sum / nv;
     cv_ = mean > 0 ? std::sqrt(std::max(0.0, sum2 / nv - mean * mean)) / mean : 0.0;
@@ -183,6 +198,7 @@ class Bayes final : public Strategy {
       for (int k = 0; k < kAcqs; ++k) row(Xn, k, nominees_[k]);
       Eigen::VectorXd mu, var;
       gp_.predict(Xn, mu, var);
+      for (int k = 0; k < kAcqs; ++k) mu(k) += prior_of(nominees_[k]);
       for (int k = 0; k < kAcqs; ++k) gains_[k] += -(mu(k) - y_best_) / y_std_;
     }
   }
@@ -217,6 +233,8 @@ class Bayes final : public Strategy {
       auto c = random_untried();
       if (c && seen.insert(*c).second) out.push_back(std::move(*c));
     }
+    for (Config& c : best_predicted(kPriorCandidates))
+      if (seen.insert(c).second) out.push_back(std::move(c));
     // Neighbours of the best few observations.
     const std::vector<const Observation*> good = ranked_observations();
     for (std::size_t i = 0; i < std::min<std::size_t>(5, good.size()); ++i)
@@ -225,6 +243,27 @@ class Bayes final : public Strategy {
     return out;
   }
 
+  // The prior's log(objective) of a configuration; 0 without a prior (the GP's own mean then).
+  double prior_of(const Config& c) const {
+    if (prior_.empty()) return 0.0;
+    const auto r = space_.rank(c);
+    return r ? prior_[*r] : 0.0;
+  }
+  // The `n` best-predicted untried configurations (none without a prior); one at least when
+  // anything is untried, so the initial design can always take it.
+  std::vector<Config> best_predicted(std::size_t n) {
+    std::vector<Config> out;
+    for (std::size_t i = 0; i < by_prior_.size() && out.size() < n; ++i) {
+      Config c = space_.at(by_prior_[i]);
+      if (!tried(c)) out.push_back(std::move(c));
+    }
+    if (out.empty() && !prior_.empty()) {
+      if (auto c = random_untried()) out.push_back(std::move(*c));
+    }
+    return out;
+  }
+
+  static constexpr std::size_t kPriorCandidates = 200;
   static constexpr std::uint64_t kAllBelow = 2500;
   static constexpr std::size_t kMaxModel = 250;
   static constexpr int kSample = 1500;
@@ -236,6 +275,8 @@ class Bayes final : public Strategy {
   std::array<int, kAcqs> picks_{0, 0, 0};
   std::array<Config, kAcqs> nominees_;
   bool have_nominees_ = false;
+  std::vector<double> prior_;          // by rank
+  std::vector<std::size_t> by_prior_;  // ranks, best-predicted first
 };
 
 }  // namespace

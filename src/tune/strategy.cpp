@@ -126,6 +126,8 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const Space& sp
       {"brute", strategies::brute},     {"random", strategies::random},
       {"anneal", strategies::anneal},   {"genetic", strategies::genetic},
       {"mapelites", strategies::mapelites}, {"bayes", strategies::bayes}};
+  if (o.prior && name != "bayes")
+    throw UsageError("a prior (--prior) guides the bayes strategy only, not '" + name + "': use --strategy bayes");
   for (const auto& [n, f] : table)
     if (name == n) return f(space, seed, o);
   throw UsageError("unknown strategy '" + name +

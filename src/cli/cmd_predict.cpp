@@ -1,0 +1,155 @@
+// `kforge predict`: train a performance model (--train) from a recorded space or the store,
+// predict one configuration's time with its interval, or rank a space's configurations (--rank).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "cli/store_options.hpp"
+#include "kforge/error.hpp"
+#include "kforge/predict.hpp"
+#include "kforge/replay.hpp"
+#include "kforge/store.hpp"
+
+namespace kforge::cli {
+namespace {
+
+struct Opts {
+  std::string problem, sizes, params, model, space, db, out, kernel, backend, lang = "cpp";
+  bool train = false, rank = false, json = false;
+  int top = 10, cv = 0;
+  ModelOptions mo;
+};
+
+// The data to train on: a Kernel Tuner cache file, or the store's evaluations of one problem
+// exported as one (the same shape, so both train the same way).
+RecordedSpace training_space(const Opts& o) {
+  if (!o.space.empty()) return RecordedSpace::load(o.space);
+  if (o.problem.empty()) throw UsageError("--train needs --space CACHE.json, or --db DB with a PROBLEM");
+  const Store store(store_path(o.db), Store::Mode::read_only);
+  StoreQuery q;
+  q.problem = o.problem;
+  q.backend = o.backend;
+  q.kernel = o.kernel;
+  const auto es = store.evaluations(q);
+  if (es.empty()) throw UsageError("the store " + store_path(o.db).string() + " has no evaluations of " + o.problem);
+  return RecordedSpace::from_json(nlohmann::json::parse(export_kerneltuner(store, es)), store_path(o.db).string());
+}
+
+int run_train(const Opts& o) {
+  if (o.out.empty()) throw UsageError("--train needs --out MODEL.json");
+  const RecordedSpace r = training_space(o);
+  const Dataset d = dataset(r);
+  const PerfModel m = PerfModel::train(r, o.mo);
+  m.save(o.out);
+  nlohmann::json doc{{"model", o.out}, {"info", m.info()}, {"features", m.feature_names()}};
+  if (o.cv > 0) {
+    const std::vector<FoldScore> folds = cross_validate(d, o.cv, o.mo);
+    for (const auto& f : folds) doc["cv"].push_back({{"mape", f.mape}, {"spearman", f.spearman}});
+  }
+  if (o.json) { fmt::print("{}\n", doc.dump(2)); return kExitPassed; }
+  fmt::print("trained a {} model of log(time) on {} configurations of {} ({}), {} features -> {}\n", o.mo.kind,
+             d.rows.size(), r.kernel.empty() ? r.path : r.kernel, r.device.empty() ? "?" : r.device,
+             m.feature_names().size(), o.out);
+  if (doc.contains("cv"))
+    for (std::size_t k = 0; k < doc["cv"].size(); ++k)
+      fmt::print("  fold {}: MAPE {:.1f}%, Spearman {:.3f}\n", k + 1, 100 * doc["cv"][k]["mape"].get<double>(),
+                 doc["cv"][k]["spearman"].get<double>());
+  return kExitPassed;
+}
+
+// The space to rank: a recorded one (its recorded times shown beside), or a library kernel's.
+int run_rank(const Opts& o, const PerfModel& m) {
+  std::optional<RecordedSpace> rec;
+  Space space;
+  if (!o.space.empty()) {
+    rec = RecordedSpace::load(o.space);
+    space = rec->space;
+  } else {
+    if (o.problem.empty()) throw UsageError("--rank needs --space CACHE.json or a PROBLEM");
+    const auto problem = find_problem(o.problem);
+    const Sizes sizes = problem->resolve_sizes(parse_assignments(o.sizes));
+    space = Space::from_kernel(library_kernel(*problem, parse_lang(o.lang), sizes), sizes);
+  }
+  const std::vector<double> p = m.predict_space(space);
+  std::vector<std::size_t> idx(p.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return p[a] < p[b]; });
+  idx.resize(std::min<std::size_t>(idx.size(), static_cast<std::size_t>(std::max(o.top, 1))));
+  nlohmann::json doc = nlohmann::json::array();
+  for (std::size_t r : idx) {
+    nlohmann::json e{{"config", space.label(space.at(r))}, {"predicted_ms", std::exp(p[r])}};
+    if (rec && rec->time_ms[r]) e["recorded_ms"] = *rec->time_ms[r];
+    doc.push_back(e);
+  }
+  if (o.json) { fmt::print("{}\n", doc.dump(2)); return kExitPassed; }
+  fmt::print("{} configurations, the {} predicted fastest:\n{:>4} {:>12}{} configuration\n", space.size(), idx.size(), "#",
+             "predicted ms", rec ? fmt::format(" {:>12}", "recorded ms") : "");
+  for (std::size_t i = 0; i < doc.size(); ++i)
+    fmt::print("{:>4} {:>12.4g}{} {}\n", i + 1, doc[i]["predicted_ms"].get<double>(),
+               rec ? (doc[i].contains("recorded_ms") ? fmt::format(" {:>12.4g}", doc[i]["recorded_ms"].get<double>())
+                                                     : fmt::format(" {:>12}", "failed"))
+                   : "",
+               doc[i]["config"].get<std::string>());
+  return kExitPassed;
+}
+
+// One configuration: --params, completed by the library kernel's defaults when a PROBLEM is given.
+int run_one(const Opts& o, const PerfModel& m) {
+  if (o.params.empty() && o.problem.empty()) throw UsageError("predict needs --params NAME=V,... (or a PROBLEM), --rank or --train");
+  std::vector<std::pair<std::string, double>> named;
+  if (!o.problem.empty()) {
+    const auto problem = find_problem(o.problem);
+    const Sizes sizes = problem->resolve_sizes(parse_assignments(o.sizes));
+    for (const auto& [k, v] : library_kernel(*problem, parse_lang(o.lang), sizes).resolve(parse_assignments(o.params)))
+      named.emplace_back(k, static_cast<double>(v));
+  } else {
+    for (const auto& [k, v] : parse_assignments(o.params)) named.emplace_back(k, static_cast<double>(v));
+  }
+  const Prediction p = m.predict(param_features(named));
+  if (o.json) {
+    fmt::print("{}\n", nlohmann::json{{"predicted_ms", p.time_ms}, {"interval_ms", {p.lo_ms, p.hi_ms}},
+                                      {"interval", m.info().value("interval", nlohmann::json())}}.dump(2));
+    return kExitPassed;
+  }
+  fmt::print("predicted {:.4g} ms (80% interval {:.4g} .. {:.4g} ms, from cross-validation residuals)\n", p.time_ms,
+             p.lo_ms, p.hi_ms);
+  return kExitPassed;
+}
+
+}  // namespace
+
+void add_predict(CLI::App& app, int& code) {
+  auto* cmd = app.add_subcommand("predict", "predict a configuration's time from a model; train a model; rank a space");
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("problem", o->problem, "a problem (its library kernel's defaults fill --params; with --train --db: "
+                                          "the problem whose stored evaluations train)");
+  cmd->add_option("--params,-p", o->params, "the configuration, e.g. block_size_x=32,tile_size_x=2");
+  cmd->add_option("--sizes,-s", o->sizes, "sizes of the PROBLEM");
+  cmd->add_option("--model,-m", o->model, "the model file (from --train)");
+  cmd->add_flag("--train", o->train, "train a model and write it to --out");
+  cmd->add_flag("--rank", o->rank, "rank the configurations of --space or of the PROBLEM's kernel by predicted time");
+  cmd->add_option("--space", o->space, "a recorded space (Kernel Tuner cache JSON): train on it, or rank it");
+  add_db_option(*cmd, o->db);
+  cmd->add_option("--backend,-b", o->backend, "--train --db: only this backend's evaluations");
+  cmd->add_option("--kernel", o->kernel, "--train --db: only this kernel's evaluations");
+  cmd->add_option("--kernel-lang", o->lang, "whose library kernel: cpp, opencl or cuda")->capture_default_str();
+  cmd->add_option("--out,-o", o->out, "--train: write the model here");
+  cmd->add_option("--kind", o->mo.kind, "--train: gbt (gradient-boosted trees) or forest (random forest)")
+      ->check(CLI::IsMember({"gbt", "forest"}))->capture_default_str();
+  cmd->add_option("--trees", o->mo.trees, "--train: trees (boosting rounds, or the forest's size)")->capture_default_str();
+  cmd->add_option("--cv", o->cv, "--train: also report k-fold cross-validation (e.g. 5)");
+  cmd->add_option("--top", o->top, "--rank: how many to print")->capture_default_str();
+  cmd->add_flag("--json", o->json, "print JSON");
+  cmd->callback([o, &code] {
+    if (o->train) { code = run_train(*o); return; }
+    if (o->model.empty()) throw UsageError("predict needs --model FILE (train one with --train --space CACHE.json --out FILE)");
+    const PerfModel m = PerfModel::load(o->model);
+    code = o->rank ? run_rank(*o, m) : run_one(*o, m);
+  });
+}
+
+}  // namespace kforge::cli
