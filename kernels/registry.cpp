@@ -15,6 +15,7 @@ std::shared_ptr<Problem> make_attention_causal_problem();
 std::shared_ptr<Problem> make_conv2d_problem();
 std::shared_ptr<Problem> make_cartpole_problem();                     // kernels/cartpole
 std::shared_ptr<Problem> make_moe_problem();  // kernels/moe
+std::shared_ptr<Problem> make_lazy_reduce_problem(const std::string& which);  // kernels/lazy_reduce
 
 const std::vector<std::shared_ptr<Problem>>& problems() {
   static const std::vector<std::shared_ptr<Problem>> all = {
@@ -47,6 +48,9 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_conv2d_problem(),
       make_cartpole_problem(),
       make_moe_problem(),
+      make_lazy_reduce_problem("gauss_sum"),
+      make_lazy_reduce_problem("logsumexp"),
+      make_lazy_reduce_problem("knn"),
   };
   return all;
 }
