@@ -10,7 +10,7 @@
 // across tiles (E sums, a running max and sum, or a sorted list of K candidates).
 //
 // Parameters (all #defines):
-//   BI  rows per block        TJ  points per tile
+//   BI  rows per block        TJ  points per tile (a multiple of the SIMD width, 16 floats)
 #ifndef LZ_REDUCE
 #define LZ_REDUCE 0
 #define LZ_NTERMS 1
@@ -28,6 +28,33 @@
 #include <math.h>
 
 typedef kf_storage T;  // fp32
+typedef kf_vf vf;
+
+// The emitted formula is C over floats; called on vectors of KF_VW pairs it finds these
+// overloads: exp by the prelude's kf_exp (~1 ulp, vectorized), the rarer functions lane by lane.
+static inline vf expf(vf x) { return kf_exp(x); }
+static inline vf fabsf(vf x) { return (vf)((kf_vi)x & 0x7fffffff); }
+static inline vf lz_vec(vf x) { return x; }
+static inline vf lz_vec(float x) { return kf_splat(x); }
+#define LZ_LANES(name, expr)                                                            \
+  static inline vf name(vf x) {                                                         \
+    vf r;                                                                               \
+    for (int e = 0; e < KF_VW; ++e) r[e] = expr;                                        \
+    return r;                                                                           \
+  }
+LZ_LANES(logf, __builtin_logf(x[e]))
+LZ_LANES(sqrtf, __builtin_sqrtf(x[e]))
+#define LZ_LANES2(name, expr)                                                           \
+  template <class A, class B>                                                           \
+  static inline vf name(A a, B b) {                                                     \
+    const vf x = lz_vec(a), y = lz_vec(b);                                              \
+    vf r;                                                                               \
+    for (int e = 0; e < KF_VW; ++e) r[e] = expr;                                        \
+    return r;                                                                           \
+  }
+LZ_LANES2(powf, __builtin_powf(x[e], y[e]))
+LZ_LANES2(fminf, __builtin_fminf(x[e], y[e]))
+LZ_LANES2(fmaxf, __builtin_fmaxf(x[e], y[e]))
 
 // t[j] = the pair term of x with each of the tile's points (yt: D rows of TJ).
 static inline void lz_term(int kind, const float* x, const float* yt, int D, float* t) {
@@ -54,9 +81,10 @@ static void lazy_reduce_block(const kf_ctx& c, LZ_ARGS LZ_SCALAR_PARAMS) {
   const int i0 = (int)c.block_idx.x * BI;
   const int ni = N - i0 < BI ? N - i0 : BI;
   float* yt = (float*)__builtin_alloca(sizeof(float) * (size_t)D * TJ);
-  float t0[TJ], t1[TJ], f[TJ];
+  float t0[TJ], t1[TJ] = {}, f[TJ];  // t1 read (as zeros) by one-term formulas too
 #if LZ_REDUCE == 0
   float* acc = (float*)__builtin_alloca(sizeof(float) * (size_t)BI * E);
+  float* bt = (float*)__builtin_alloca(sizeof(float) * (size_t)E * TJ);  // (E, TJ): the tile's weights
   for (int k = 0; k < BI * E; ++k) acc[k] = 0.0f;
 #elif LZ_REDUCE == 1
   float mx[BI], sm[BI];
@@ -74,26 +102,34 @@ static void lazy_reduce_block(const kf_ctx& c, LZ_ARGS LZ_SCALAR_PARAMS) {
     const int nj = M - j0 < TJ ? M - j0 : TJ;
     for (int d = 0; d < D; ++d)
       for (int j = 0; j < TJ; ++j) yt[(long long)d * TJ + j] = j < nj ? Y[(long long)(j0 + j) * D + d] : 0.0f;
+#if LZ_REDUCE == 0
+    for (int e = 0; e < E; ++e)
+      for (int j = 0; j < TJ; ++j) bt[(long long)e * TJ + j] = j < nj ? B[(long long)(j0 + j) * E + e] : 0.0f;
+#endif
     for (int r = 0; r < ni; ++r) {
       const float* x = X + (long long)(i0 + r) * D;
       lz_term(LZ_TERM0, x, yt, D, t0);
       if (LZ_NTERMS > 1) lz_term(LZ_TERM1, x, yt, D, t1);
-      for (int j = 0; j < TJ; ++j) f[j] = LZ_F(t0[j], t1[j]);
+      for (int j = 0; j < TJ; j += KF_VW) kf_store(f + j, LZ_F(kf_load(t0 + j), kf_load(t1 + j)));
 #if LZ_REDUCE == 0
+      // bt's padding is 0, so the tile's tail adds nothing (f there may be anything finite).
+      for (int j = nj; j < TJ; ++j) f[j] = 0.0f;
       for (int e = 0; e < E; ++e) {
-        float s_ = 0.0f;
-        for (int j = 0; j < nj; ++j) s_ += f[j] * B[(long long)(j0 + j) * E + e];
-        acc[r * E + e] += s_;
+        vf s_ = kf_splat(0.0f);
+        for (int j = 0; j < TJ; j += KF_VW) s_ += kf_load(f + j) * kf_load(bt + (long long)e * TJ + j);
+        acc[r * E + e] += kf_hsum(s_);
       }
 #elif LZ_REDUCE == 1
       // The running max: the tile's max becomes the shift, the sum so far rescaled to it.
-      float tm = -INFINITY;
-      for (int j = 0; j < nj; ++j) tm = f[j] > tm ? f[j] : tm;
+      for (int j = nj; j < TJ; ++j) f[j] = -INFINITY;
+      vf vm = kf_splat(-INFINITY);
+      for (int j = 0; j < TJ; j += KF_VW) vm = kf_max(vm, kf_load(f + j));
+      const float tm = kf_hmax(vm);
       if (tm > mx[r]) sm[r] *= expf(mx[r] - tm), mx[r] = tm;
       if (mx[r] == -INFINITY) continue;
-      float s_ = 0.0f;
-      for (int j = 0; j < nj; ++j) s_ += expf(f[j] - mx[r]);
-      sm[r] += s_;
+      vf s_ = kf_splat(0.0f);
+      for (int j = 0; j < TJ; j += KF_VW) s_ += kf_exp(kf_load(f + j) - mx[r]);
+      sm[r] += kf_hsum(s_);
 #elif LZ_REDUCE == 2 || LZ_REDUCE == 3
       for (int j = 0; j < nj; ++j)  // strict: a tie keeps the first index
         if (f[j] < best[r]) best[r] = f[j], at[r] = j0 + j;

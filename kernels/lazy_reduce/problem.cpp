@@ -264,8 +264,13 @@ std::string LazyReduce::generated_prefix() const {
 // The family's specs with the generated source, written once per formula under the cache
 // folder (the worker subprocess finds the same files by the same problem name).
 std::vector<std::string> LazyReduce::kernel_specs() const {
+  // Keyed by everything written: the formula's defines and the family's specs and templates.
   const std::string prefix = generated_prefix();
-  const auto dir = cache_dir("lazy_reduce") / fmt::format("{:016x}", hash64(prefix + name_));
+  std::string key = prefix + name_;
+  for (const char* f : {"lazy_reduce_cpu.json", "lazy_reduce_opencl.json", "lazy_reduce_cuda.json", "lazy_reduce.cpp",
+                        "lazy_reduce.cl", "lazy_reduce.cu"})
+    key += embedded_file(std::string("kernels/lazy_reduce/") + f);
+  const auto dir = cache_dir("lazy_reduce") / fmt::format("{:016x}", hash64(key));
   std::filesystem::create_directories(dir);
   std::vector<std::string> paths;
   for (const char* lang : {"cpu", "opencl", "cuda"}) {
