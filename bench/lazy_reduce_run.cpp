@@ -22,12 +22,13 @@ int main(int argc, char** argv) {
   CLI::App app{"one timed lazy reduction (cpu backend), for bench/lazy_reduce_vs_peers.py"};
   std::string problem = "lazy_reduce.gauss_sum";
   std::int64_t n = 10000, d = 3;
-  int reps = 3, threads = 0;
+  int reps = 3, threads = 0, warmup = 1;
   double s = 1.0;
   app.add_option("--problem", problem);
   app.add_option("--n", n, "N = M points");
   app.add_option("--d", d, "dimensions");
   app.add_option("--reps", reps, "timed launches");
+  app.add_option("--warmup", warmup, "untimed launches first");
   app.add_option("--threads", threads, "cpu threads (0: all cores)");
   app.add_option("--s", s, "the bandwidth scalar s");
   CLI11_PARSE(app, argc, argv);
@@ -61,7 +62,7 @@ int main(int argc, char** argv) {
   for (const auto& name : p->scalar_names()) args.push_back(Arg::f(static_cast<float>(s))), scalars[name] = s;
   const LaunchGeometry g = k.geometry(params, sizes);
 
-  backend->run(*module, g, args);  // warm-up
+  for (int w = 0; w < warmup; ++w) backend->run(*module, g, args);
   std::vector<double> seconds;
   for (int r = 0; r < reps; ++r) seconds.push_back(backend->run(*module, g, args));
 

@@ -4,8 +4,8 @@
 out_i = sum_j exp(-|x_i - y_j|^2 / s) b_j over N = M points in 3 dimensions. Each side runs in
 a process of its own (kforge: build/bench/lazy_reduce_run; the peers: this script with --peer),
 so its peak resident memory is that process's ru_maxrss (os.wait4). Per size, the sides run in
-turn (interleaved) for --rounds rounds; each process times --reps calls after a warm-up and
-reports its median. The table gives medians with min..max over rounds and the ratio peer/kforge
+turn (interleaved) for --rounds rounds; each process times --reps calls (after its compile:
+kforge's kernel compiled before, pykeops warmed up on 1000 points) and reports its median. The table gives medians with min..max over rounds and the ratio peer/kforge
 per round. numpy holds a (CHUNK, M) block at a time, never N x M.
 
   python3 bench/lazy_reduce_vs_peers.py --sizes 10000,100000 --rounds 3 --threads 2
@@ -33,9 +33,12 @@ def peer_main(args):
     b = rng.standard_normal((n, 1), dtype=np.float32)
     if args.peer == "pykeops":
         from pykeops.numpy import LazyTensor
-        X, Y = LazyTensor(x[:, None, :]), LazyTensor(y[None, :, :])
-        K = (-((X - Y) ** 2).sum(-1) / s).exp()
-        run = lambda: K @ b  # noqa: E731
+
+        def gauss(x, y, b):
+            X, Y = LazyTensor(x[:, None, :]), LazyTensor(y[None, :, :])
+            return (-((X - Y) ** 2).sum(-1) / s).exp() @ b
+        gauss(x[:1000], y[:1000], b[:1000])  # warm-up: pykeops compiles its kernel on the first call
+        run = lambda: gauss(x, y, b)  # noqa: E731
     else:
         def run():
             out = np.empty((n, 1), np.float32)
@@ -45,7 +48,6 @@ def peer_main(args):
                 d2 = (xi * xi).sum(1)[:, None] + y2[None, :] - 2 * xi @ y.T
                 out[i:i + CHUNK] = np.exp(-np.maximum(d2, 0) / s) @ b
             return out
-    out = run()  # warm-up (pykeops compiles its kernel on the first call)
     secs = []
     for _ in range(args.reps):
         t = time.perf_counter()
@@ -103,7 +105,7 @@ def main():
         for _ in range(args.rounds):
             for side in t:
                 if side == "kforge":
-                    cmd = [runner, "--n", str(n), "--d", "3", "--reps", str(args.reps),
+                    cmd = [runner, "--n", str(n), "--d", "3", "--reps", str(args.reps), "--warmup", "0",
                            "--threads", str(args.threads), "--s", str(args.s)]
                 else:
                     cmd = [sys.executable, os.path.abspath(__file__), "--peer", side, "--n", str(n),
