@@ -25,6 +25,8 @@ struct InstanceOptions {
   bool quick = false;  // the quick verification protocol (tuning's default)
   std::uint64_t seed = 0x6b666f726765ull;
   bool json = false;
+  // `lazy_reduce --formula F --reduce R` names the problem "lazy_reduce:R:F" (kernels/lazy_reduce).
+  std::string formula, reduce = "sum";
   void add_to(CLI::App& app, bool problem_positional = true);
 };
 
