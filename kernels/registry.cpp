@@ -17,6 +17,7 @@ std::shared_ptr<Problem> make_cartpole_problem();                     // kernels
 std::shared_ptr<Problem> make_moe_problem();  // kernels/moe
 std::shared_ptr<Problem> make_spmm_problem();   // kernels/sparse
 std::shared_ptr<Problem> make_sddmm_problem();  // kernels/sparse
+std::shared_ptr<Problem> make_lazy_reduce_problem(const std::string& which);  // kernels/lazy_reduce
 
 const std::vector<std::shared_ptr<Problem>>& problems() {
   static const std::vector<std::shared_ptr<Problem>> all = {
@@ -51,6 +52,9 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_moe_problem(),
       make_spmm_problem(),
       make_sddmm_problem(),
+      make_lazy_reduce_problem("gauss_sum"),
+      make_lazy_reduce_problem("logsumexp"),
+      make_lazy_reduce_problem("knn"),
   };
   return all;
 }

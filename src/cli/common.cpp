@@ -29,6 +29,15 @@ void InstanceOptions::add_to(CLI::App& app, bool problem_positional) {
   app.add_flag("--bitwise", bitwise, "the kernel claims bitwise determinism: thorough verification's repeats "
                "(other thread counts and block orders) must equal the first run bit for bit");
   app.add_flag("--json", json, "print one JSON document instead of a table");
+  app.add_option("--formula", formula, "with problem lazy_reduce: f(x,y) reduced over y, e.g. "
+                 "'exp(-sqdist(x,y)/s)' (docs/lazy-reduce.md)");
+  app.add_option("--reduce", reduce, "with --formula: sum, logsumexp, min, argmin or kmin")->capture_default_str();
+  app.parse_complete_callback([this] {
+    if (formula.empty()) return;
+    if (problem != "lazy_reduce")
+      throw UsageError("--formula goes with problem lazy_reduce (got '" + problem + "'): kforge verify lazy_reduce --formula 'exp(-sqdist(x,y)/s)' --reduce sum");
+    problem = "lazy_reduce:" + reduce + ":" + formula;
+  });
 }
 
 std::vector<std::string> backend_list(const std::string& spec) {

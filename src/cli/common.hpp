@@ -26,6 +26,8 @@ struct InstanceOptions {
   bool bitwise = false;  // the kernel claims bitwise determinism (repeats compared bit for bit)
   std::uint64_t seed = 0x6b666f726765ull;
   bool json = false;
+  // `lazy_reduce --formula F --reduce R` names the problem "lazy_reduce:R:F" (kernels/lazy_reduce).
+  std::string formula, reduce = "sum";
   void add_to(CLI::App& app, bool problem_positional = true);
 };
 

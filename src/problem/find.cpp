@@ -14,6 +14,10 @@
 #include "problem/kernelbench_problem.hpp"
 
 namespace kforge {
+
+// kernels/lazy_reduce: a problem made from a formula in its name.
+std::shared_ptr<Problem> make_lazy_reduce_formula_problem(const std::string& name);
+
 namespace {
 
 struct Loaded {
@@ -96,6 +100,8 @@ std::vector<std::string> problem_path() {
 
 std::shared_ptr<Problem> find_problem(const std::string& name) {
   if (auto p = library_problem(name)) return p;
+  // Any formula: "lazy_reduce:<reduction>:<formula>" (kernels/lazy_reduce; the formula may hold '/').
+  if (name.starts_with("lazy_reduce:")) return make_lazy_reduce_formula_problem(name);
   if (looks_like_path(name)) return load_problem_file(name);
   {
     Loaded& l = loaded();
