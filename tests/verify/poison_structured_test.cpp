@@ -178,7 +178,7 @@ TEST(SpecialScalars, ADegenerateFixedScalarIsRefusedByName) {
 
 // A crashing kernel is reported with the verification run it was in.
 TEST(CrashReport, NamesTheTrialAndShape) {
-  const auto r = test::kforge_cli("eval --problem gemm --lang cpp --source '" + test::data_file("segfault.cpp") +
+  const auto r = test::kforge_cli("eval --problem gemm --lang cpp --source '" + std::string(KFORGE_TEST_DATA) + "/segfault.cpp" +
                                   "' --grid 'ceil_div(M,16)' --size M=33,N=17,K=9 --json");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("crashed"), std::string::npos) << r.out;

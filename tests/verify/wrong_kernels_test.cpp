@@ -47,8 +47,9 @@ struct WrongKernel {
 
 // Races are caught when they happen: with 8 threads on a busy 2-core machine a lost slice is
 // the rule at these sizes, and the test allows three evaluations for the rare run without one.
-const std::set<std::string> kRaceChecks = {"determinism", "bound", "poison", "shapes", "special_scalars",
-                                           "structured"};
+// A block that reads C before another wrote it reads the poison: `poison_read`.
+const std::set<std::string> kRaceChecks = {"determinism", "bound", "poison", "poison_read", "shapes",
+                                           "special_scalars", "structured"};
 const std::set<std::string> kRaceDispositions = {"nondeterministic", "incorrect"};
 
 std::vector<WrongKernel> corpus() {
