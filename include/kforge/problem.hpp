@@ -79,6 +79,19 @@ class Problem {
     (void)seed;
     (void)trial;
   }
+  // Scalar values at their special points, each run once by the thorough protocol's
+  // `special_scalars` check (gemm: alpha = 0 with beta != 0, beta = 1, negative scalars). Only
+  // where the problem's math gives them meaning; default none.
+  [[nodiscard]] virtual std::vector<Scalars> special_scalars() const { return {}; }
+  // Which input tensors the `structured` check may reshape (src/verify/structured_inputs.hpp),
+  // one entry per tensor: > 0 a matrix with rows that long (zero rows and columns, identical
+  // rows, one-hot rows and every element-wise pattern), 0 element-wise patterns only (all
+  // equal, alternating signs, near overflow, subnormals, negative zero), -1 left as drawn
+  // (indices, flags, anything conditioned). Default (empty): every tensor left as drawn.
+  [[nodiscard]] virtual std::vector<std::int64_t> structured_rows(const Sizes& s) const {
+    (void)s;
+    return {};
+  }
   // Changes element `i` of input tensor `t` so that the exact result changes (the perturbation
   // check). Default: moves the value by 2 + 2|v| away from zero's side, rounded to the dtype.
   virtual void perturb(Instance& inst, std::size_t t, std::size_t i) const;

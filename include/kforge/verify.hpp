@@ -4,7 +4,9 @@
 //   degenerate     the instance can tell right from wrong (else the verdict is refused)
 //   guard          nothing written in the guard bands around any buffer
 //   inputs_intact  input tensors unchanged
-//   poison         every output element written (outputs start as NaN bytes)
+//   oob_read       no output NaN carries the guard bands' payload (a read out of bounds)
+//   poison_read    no output NaN carries the poison's payload (an unwritten output was read)
+//   poison         every output element written (outputs start as a signalling NaN)
 //   finite         no NaN/Inf where the reference is finite
 //   all_zero       not an all-zero output against a non-zero reference
 //   bound          every element within its dtype-aware error bound
@@ -14,6 +16,8 @@
 //   perturbation   one changed input element changes the output where the reference changes
 //   reused_buffers new inputs in the very buffers of the previous run, and those inputs again
 //                  at fresh addresses, pass (a cache keyed by pointers or by values fails)
+//   special_scalars  the problem's special scalar values (alpha = 0 with beta != 0, beta = 1, ...)
+//   structured     structured inputs (zero rows, one-hot rows, subnormals, ...) where declared
 //   shapes         the checks above at fuzzed shapes: 1, primes, tile±1, random
 // The caller adds timed_outputs and speed_of_light (evaluate.cpp), which need the timed runs.
 #include <cmath>
@@ -70,6 +74,14 @@ struct KernelOutput {
   std::string guard_detail;
   std::vector<std::string> inputs_modified;   // names of `in` tensors the kernel wrote
   std::string fp_environment;                 // the FP control state the run left changed; empty: none
+  // NaNs that carry a poison payload (src/verify/poison.hpp), per out/inout tensor: computed
+  // from an output's own poison (read before written) or from a guard band (read out of bounds).
+  // Empty when the runner cannot tell (every count then reads as zero).
+  struct NaNTrace {
+    std::int64_t from_poison = 0, from_guard = 0;
+    std::int64_t first_from_poison = -1, first_from_guard = -1;
+  };
+  std::vector<NaNTrace> nan_traces;
 };
 
 // Runs the kernel once on an instance (fresh buffers) and returns what it left.
@@ -109,6 +121,9 @@ struct VerifyReport {
   bool passed = true;
   std::string failure;
   std::string failed_check;       // empty when passed
+  // The element-level check behind a failure found by an input-making check (shapes,
+  // structured, special_scalars, determinism, perturbation): poison, bound, ...; else the same.
+  std::string element_check;
   Sizes failed_sizes;             // where it failed (a fuzzed shape, or the requested one)
   std::uint64_t seed = 0;         // replays the verdict: --seed
   int trials_run = 0;             // kernel runs compared with a reference
@@ -121,9 +136,6 @@ struct VerifyReport {
   [[nodiscard]] nlohmann::json to_json() const;
   static VerifyReport from_json(const nlohmann::json& j);
 };
-
-// The bytes used to poison outputs: all ones, a NaN in every float type.
-inline constexpr unsigned char kPoisonByte = 0xff;
 
 [[nodiscard]] Comparison compare(const Problem& p, const Instance& inst, const KernelOutput& got,
                                  const std::vector<std::vector<double>>& ref,

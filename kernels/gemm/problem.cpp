@@ -37,6 +37,17 @@ class Gemm final : public Problem {
     return {{"alpha", -0.75 - 0x1p-15}, {"beta", 0.5 + 0x1p-15}};
   }
   bool reads_inout(const Instance& inst) const override { return inst.scalars.at("beta") != 0.0; }
+  // alpha = 0 with beta != 0 (C = beta*C: no early return), beta = 1 (no scaling skipped
+  // wrongly), both negative; exact in fp32, not in 16-bit types, like the trials'.
+  std::vector<Scalars> special_scalars() const override {
+    return {{{"alpha", 0.0}, {"beta", 0.5 + 0x1p-15}},
+            {{"alpha", 1.25 + 0x1p-14}, {"beta", 1.0}},
+            {{"alpha", -1.5 - 0x1p-14}, {"beta", -0.75 - 0x1p-15}}};
+  }
+  // A is M rows of K, B is K rows of N; C (read only when beta != 0) stays as drawn.
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override {
+    return {s.at("K"), s.at("N"), -1};
+  }
 
   void reference(const Instance& in, std::vector<std::vector<double>>& out,
                  std::vector<std::vector<double>>& mag) const override {

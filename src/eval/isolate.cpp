@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -12,6 +13,7 @@
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
 #include "kforge/sandbox.hpp"
+#include "verify/progress.hpp"
 
 namespace kforge {
 namespace {
@@ -29,6 +31,24 @@ std::string worker_path() {
 
 std::string tail(const std::string& s, std::size_t n = 2000) {
   return s.size() <= n ? s : "..." + s.substr(s.size() - n);
+}
+
+// The worker's stderr without its progress lines, and the last of them (verify/progress.hpp):
+// the verification run the worker was in when it died.
+struct WorkerStderr {
+  std::string text, last_run;
+};
+WorkerStderr split_progress(const std::string& err) {
+  WorkerStderr w;
+  const std::string marker = kProgressMarker;
+  for (std::size_t at = 0; at < err.size();) {
+    const std::size_t nl = std::min(err.find('\n', at), err.size());
+    const std::string line = err.substr(at, nl - at);
+    if (line.rfind(marker, 0) == 0) w.last_run = line.substr(marker.size());
+    else w.text += line + (nl < err.size() ? "\n" : "");
+    at = nl + 1;
+  }
+  return w;
 }
 
 }  // namespace
@@ -51,19 +71,23 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
   if (!limits.sandbox) argv.emplace_back("--no-sandbox");
   const ProcessResult p = run_process(argv, sent.to_json().dump(),
                                       {.timeout_s = limits.timeout_s, .memory_bytes = memory});
-  std::string unreadable;
+  std::string unreadable, refused;
+  const WorkerStderr err = split_progress(p.err);
+  const std::string during = err.last_run.empty() ? "" : " during verification run: " + err.last_run;
   if (p.ok()) {
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(p.out);
       if (j.contains("problem_error")) throw ProblemError(j.at("problem_error").get<std::string>());
-      return EvalResult::from_json(j);
+      if (!j.contains("usage_error")) return EvalResult::from_json(j);
+      refused = j.at("usage_error").get<std::string>();
     } catch (const ProblemError&) {
       throw;  // the problem file's fault, not the kernel's: the command exits 2
     } catch (const std::exception& e) {
       unreadable = e.what();  // reported as crashed below
     }
   }
+  if (!refused.empty()) throw UsageError(refused);  // the request's fault, not the kernel's: exit 2
   EvalResult r;
   r.problem = req.problem;
   r.kernel = req.kernel.name;
@@ -75,16 +99,16 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
   if (p.timed_out) {
     r.disposition = Disposition::timeout;
     r.error = fmt::format("the evaluation ran past its {:g} s", limits.timeout_s) +
-              " limit and was killed (an endless loop or a kernel far too slow)";
+              " limit and was killed (an endless loop or a kernel far too slow)" + during;
   } else if (p.signal == SIGSYS) {
     // The sandbox stopped a forbidden system call (sandbox.cpp); its report is dropped from
     // the stderr shown, the kernel's own output kept.
     r.disposition = Disposition::crashed;
-    r.error = sandbox_violation(p.err);
+    r.error = sandbox_violation(p.err) + during;
     std::string rest;
-    for (std::size_t at = 0; at < p.err.size();) {
-      const std::size_t nl = std::min(p.err.find('\n', at), p.err.size());
-      const std::string line = p.err.substr(at, nl - at);
+    for (std::size_t at = 0; at < err.text.size();) {
+      const std::size_t nl = std::min(err.text.find('\n', at), err.text.size());
+      const std::string line = err.text.substr(at, nl - at);
       if (!line.empty() && line.rfind(kSandboxMarker, 0) != 0) rest += line + "\n";
       at = nl + 1;
     }
@@ -93,7 +117,8 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
     r.disposition = Disposition::crashed;
     r.error = unreadable.empty() ? "the worker running the kernel " + p.describe()
                                  : "the worker's result could not be read (" + unreadable + ")";
-    if (!p.err.empty()) r.error += ": " + tail(p.err);
+    r.error += during;
+    if (!err.text.empty()) r.error += ": " + tail(err.text);
   }
   return r;
 }

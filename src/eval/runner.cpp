@@ -1,12 +1,14 @@
 #include "eval/runner.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "kforge/util.hpp"
+#include "verify/poison.hpp"
 
 namespace kforge {
 
@@ -31,10 +33,13 @@ void KernelRunner::fill(const Instance& inst, bool poison_inout, bool same_buffe
     x.spec = specs[t];
     x.elements = inst.tensors[t].size();
     const std::size_t bytes = x.elements * esize;
-    x.image.assign(bytes + 2 * kGuardBytes, kGuardByte);
+    // Guard bands hold a NaN pattern, so a value read out of bounds poisons what it touches.
+    x.image.resize(bytes + 2 * kGuardBytes);
+    fill_guard(inst.dtype, x.image.data(), kGuardBytes);
+    fill_guard(inst.dtype, x.image.data() + kGuardBytes + bytes, kGuardBytes);
     unsigned char* body = x.image.data() + kGuardBytes;
     const bool poison = specs[t].role == Role::out || (specs[t].role == Role::inout && poison_inout);
-    if (poison) std::memset(body, kPoisonByte, bytes);
+    if (poison) fill_poison(inst.dtype, body, bytes);
     else encode(inst.dtype, inst.tensors[t], body);
     x.buffer = same_buffers ? std::move(tensors_[t].buffer) : backend_.alloc(x.image.size());
     backend_.write(*x.buffer, x.image.data(), x.image.size());
@@ -95,9 +100,9 @@ KernelOutput KernelRunner::outputs() {
     // Guard bands: report the farthest damaged byte on each side.
     std::size_t before = 0, after = 0;
     for (std::size_t i = 0; i < kGuardBytes; ++i)
-      if (now[i] != kGuardByte) { before = kGuardBytes - i; break; }
+      if (now[i] != x.image[i]) { before = kGuardBytes - i; break; }
     for (std::size_t i = x.image.size(); i-- > end;)
-      if (now[i] != kGuardByte) { after = i - end + 1; break; }
+      if (now[i] != x.image[i]) { after = i - end + 1; break; }
     if (before || after) {
       ++out.guard_violations;
       out.guard_detail += fmt::format("{}{}: written {}", out.guard_detail.empty() ? "" : "; ",
@@ -117,14 +122,20 @@ KernelOutput KernelRunner::outputs() {
     const unsigned char* first = now.data() + kGuardBytes;
     parallel_for(static_cast<std::int64_t>((x.elements + 63) / 64), [&](std::int64_t b, std::int64_t e) {
       const std::size_t stop = std::min(x.elements, static_cast<std::size_t>(e) * 64);
-      for (std::size_t i = static_cast<std::size_t>(b) * 64; i < stop; ++i) {
-        bool all = true;
-        for (std::size_t k = 0; k < esize; ++k) all = all && first[i * esize + k] == kPoisonByte;
-        poisoned[i] = all;
-      }
+      for (std::size_t i = static_cast<std::size_t>(b) * 64; i < stop; ++i)
+        poisoned[i] = is_untouched(dtype_, first + i * esize);
     }, 1 << 10);
     std::vector<double> v(x.elements);
     decode(dtype_, first, v);
+    // Where each written NaN came from (a NaN result is rare: this pass costs one compare each).
+    KernelOutput::NaNTrace trace;
+    for (std::size_t i = 0; i < x.elements; ++i) {
+      if (!std::isnan(v[i]) || poisoned[i]) continue;
+      const NaNOrigin o = nan_origin(dtype_, first + i * esize);
+      if (o == NaNOrigin::poison && trace.from_poison++ == 0) trace.first_from_poison = static_cast<std::int64_t>(i);
+      if (o == NaNOrigin::guard && trace.from_guard++ == 0) trace.first_from_guard = static_cast<std::int64_t>(i);
+    }
+    out.nan_traces.push_back(trace);
     out.tensors.push_back(std::move(v));
     out.unwritten.push_back(std::move(poisoned));
   }

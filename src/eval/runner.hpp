@@ -37,7 +37,6 @@ class KernelRunner {
   [[nodiscard]] std::uint64_t fingerprint();
 
   static constexpr std::size_t kGuardBytes = 4096;  // each side; OpenCL sub-buffer alignment
-  static constexpr unsigned char kGuardByte = 0xa5;
 
  private:
   struct Tensor {

@@ -12,6 +12,7 @@
 #include "kforge/evaluate.hpp"
 #include "kforge/sandbox.hpp"
 #include "kforge/util.hpp"
+#include "verify/progress.hpp"
 
 // `kforge-worker --no-sandbox` (kforge eval --no-sandbox) or KFORGE_NO_SANDBOX=1 runs the kernel
 // without the seccomp filter, for debugging a kernel that the sandbox stops.
@@ -24,6 +25,12 @@ int main(int argc, char** argv) {
   // The kernel may print; keep fd 1 for the result alone by moving its stdout to stderr.
   const int result_fd = dup(1);
   dup2(2, 1);
+  // Each verification run is named on stderr first: a crash or a hang is then reported with
+  // the trial and shape it happened in (isolate.cpp).
+  kforge::set_verify_progress([](const std::string& where) {
+    const std::string line = std::string(kforge::kProgressMarker) + where + "\n";
+    if (write(2, line.data(), line.size()) < 0) return;  // nothing to do about a closed stderr
+  });
   std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   nlohmann::json out;
   int code = 0;
@@ -54,6 +61,8 @@ int main(int argc, char** argv) {
     out = kforge::evaluate(req, *backend, enter).to_json();
   } catch (const kforge::ProblemError& e) {
     out = {{"problem_error", e.what()}};  // the problem's fault: the caller exits 2, not "crashed"
+  } catch (const kforge::UsageError& e) {
+    out = {{"usage_error", e.what()}};  // a refused request (a degenerate instance): exit 2 too
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kforge-worker: %s\n", e.what());
     code = 3;

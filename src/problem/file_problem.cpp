@@ -115,6 +115,22 @@ void FileProblem::check_scalars(const Scalars& values) const {
                                    f_.name, s.min, s.max));
 }
 
+// By default an unconditioned input of a problem without a conditioning hook takes every
+// pattern: a matrix (rows of its last dimension) when it has two dimensions or more, else
+// element-wise ones. Conditioned tensors, outputs and a hook's problem keep their draws.
+std::vector<std::int64_t> FileProblem::structured_rows(const Sizes& s) const {
+  std::vector<std::int64_t> rows;
+  for (const auto& t : f_.tensors) {
+    std::string how = t.structured;
+    if (how.empty())
+      how = t.role != Role::in || t.condition != Condition::none || f_.condition ? "none"
+            : t.shape.size() >= 2                                               ? "matrix"
+                                                                                : "elementwise";
+    rows.push_back(how == "none" ? -1 : how == "elementwise" ? 0 : t.shape.back().eval(s));
+  }
+  return rows;
+}
+
 bool FileProblem::reads_inout(const Instance& inst) const {
   for (const auto& t : f_.tensors)
     if (t.role == Role::inout && (t.unread_when_zero.empty() || inst.scalars.at(t.unread_when_zero) != 0))

@@ -26,6 +26,8 @@ class FileProblem final : public Problem {
   Scalars scalars_for_trial(int trial) const override;
   void check_scalars(const Scalars& s) const override;
   bool reads_inout(const Instance& inst) const override;
+  std::vector<Scalars> special_scalars() const override { return f_.special_scalars; }
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override;
   void check_sizes(const Sizes& s) const override;
   void condition_inputs(Instance& inst, std::uint64_t seed, int trial) const override;
   void perturb(Instance& inst, std::size_t t, std::size_t i) const override;

@@ -137,6 +137,15 @@ TensorDecl parse_tensor(const Parser& p, const Json& j, const std::string& field
     if (!(t.p > 0 && t.p < 1)) p.fail(cf + ".p", "must be in (0, 1)");
     if (!(t.density > 0 && t.density <= 1)) p.fail(cf + ".density", "must be in (0, 1]");
   }
+  if (j.contains("structured")) {
+    t.structured = p.text(j.at("structured"), field + ".structured");
+    if (t.structured != "matrix" && t.structured != "elementwise" && t.structured != "none")
+      p.fail(field + ".structured", "'" + t.structured + "' is not one of matrix, elementwise, none");
+    if (t.structured != "none" && t.role != Role::in)
+      p.fail(field + ".structured", "only an input (role in) can be given structured values");
+    if (t.structured != "none" && t.condition != Condition::none)
+      p.fail(field + ".structured", "a conditioned tensor keeps its conditioning: use \"none\"");
+  }
   if (j.contains("unread_when_zero")) {
     t.unread_when_zero = p.text(j.at("unread_when_zero"), field + ".unread_when_zero");
     if (t.role != Role::inout) p.fail(field + ".unread_when_zero", "only an inout tensor can go unread");
@@ -161,7 +170,8 @@ ProblemFile parse_problem_file(const std::string& given) {
   if (!j.is_object()) p.fail("top level", "must be a JSON object");
   static const std::set<std::string> kKnown = {
       "name", "description", "sizes", "valid", "dtypes", "tensors", "scalars", "flops", "bytes",
-      "reduction_length", "reference", "condition", "baseline", "kernels", "timeout_s", "$schema"};
+      "reduction_length", "reference", "condition", "baseline", "kernels", "timeout_s", "$schema",
+      "special_scalars"};
   for (const auto& [key, v] : j.items())
     if (!kKnown.count(key)) p.fail(key, "unknown field (a typo? see docs/problem-files.md)");
 
@@ -214,6 +224,21 @@ ProblemFile parse_problem_file(const std::string& given) {
         if (!(t >= s.min && t <= s.max)) p.fail(sf + ".trials", fmt::format("{} is outside [{}, {}]", t, s.min, s.max));
       scalar_names.insert(n);
       f.scalars.push_back(s);
+    }
+  }
+
+  if (j.contains("special_scalars")) {
+    const Json& sp = j.at("special_scalars");
+    if (!sp.is_array()) p.fail("special_scalars", "must be a list of objects such as {\"alpha\": 0, \"beta\": 0.5}");
+    for (std::size_t i = 0; i < sp.size(); ++i) {
+      const std::string sf = fmt::format("special_scalars[{}]", i);
+      if (!sp[i].is_object() || sp[i].empty()) p.fail(sf, "must be an object of scalar names and values");
+      Scalars set;
+      for (const auto& [n, v] : sp[i].items()) {
+        if (!scalar_names.count(n)) p.fail(sf + "." + n, "'" + n + "' is not a scalar of the problem");
+        set[n] = static_cast<float>(p.number(v, sf + "." + n));
+      }
+      f.special_scalars.push_back(set);
     }
   }
 

@@ -35,6 +35,9 @@ struct TensorDecl {
   double p = 1.0 / 16;            // flag: the chance of a 1
   double density = 0.1;           // sparse: the share of nonzeros
   std::string unread_when_zero;   // inout: not read when this scalar is 0 (the BLAS beta rule)
+  // The `structured` check's patterns for this input: "matrix" (rows of the last dimension's
+  // length), "elementwise", "none". Empty: the default (FileProblem::structured_rows).
+  std::string structured;
 };
 
 struct ScalarDecl {
@@ -59,6 +62,7 @@ struct ProblemFile {
   std::vector<DType> dtypes;
   std::vector<TensorDecl> tensors;
   std::vector<ScalarDecl> scalars;
+  std::vector<Scalars> special_scalars;  // each run once by the thorough check (rounded to float)
   Expr flops, reduction_length;
   std::optional<Expr> bytes;  // in bytes; may use `dtype_bytes`. Default: each in read once,
                               // each out written once, each inout both

@@ -93,6 +93,21 @@ double ErrorBound::operator()(double ref, double magnitude, double n) const {
   return u_out_ * std::fabs(ref) + (1 + u_out_) * gamma * magnitude + 0.5 * sub_out_ + n * sub_acc_;
 }
 
+namespace {
+
+// Why tensor `name` must not be read here: an out tensor is never input; an inout tensor is
+// poisoned only when the problem does not read it (gemm at beta = 0), named by the zero scalars.
+std::string unread_because(const Problem& p, const Instance& inst, const std::string& name) {
+  for (const auto& t : p.tensors())
+    if (t.name == name && t.role == Role::out) return "it is an output only (it was read before it was written)";
+  std::string zeros;
+  for (const auto& [k, v] : inst.scalars)
+    if (v == 0) zeros += fmt::format("{}{} = 0", zeros.empty() ? "" : ", ", k);
+  return zeros.empty() ? "the problem does not read it in this instance" : zeros;
+}
+
+}  // namespace
+
 Comparison compare(const Problem& p, const Instance& inst, const KernelOutput& got,
                    const std::vector<std::vector<double>>& ref,
                    const std::vector<std::vector<double>>& magnitude) {
@@ -199,6 +214,21 @@ Comparison compare(const Problem& p, const Instance& inst, const KernelOutput& g
     std::string list;
     for (const auto& s : got.inputs_modified) list += (list.empty() ? "" : ", ") + s;
     fail("inputs_intact", "wrote into its input tensor(s) " + list);
+  }
+  // NaNs traced to a poison payload come before the checks that would see them only as
+  // unwritten or non-finite: they say what the kernel did.
+  for (std::size_t t = 0; t < got.nan_traces.size() && t < names.size(); ++t) {
+    const auto& tr = got.nan_traces[t];
+    if (tr.from_guard)
+      fail("oob_read", fmt::format("read out of bounds: {} element(s) of {} are NaNs carrying the guard bands' "
+                                   "payload (first {}[{}]), so the kernel read past the end or before the "
+                                   "start of a buffer and the value reached the output",
+                                   tr.from_guard, names[t], names[t], tr.first_from_guard));
+    if (tr.from_poison)
+      fail("poison_read", fmt::format("{} was read although {}: {} element(s) are NaNs computed from its poison "
+                                      "(first {}[{}])",
+                                      names[t], unread_because(p, inst, names[t]), tr.from_poison, names[t],
+                                      tr.first_from_poison));
   }
   if (c.unwritten)
     fail("poison", fmt::format("{} of {} output elements never written (still poisoned)", c.unwritten, c.elements));

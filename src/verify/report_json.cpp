@@ -21,6 +21,7 @@ nlohmann::json VerifyReport::to_json() const {
   nlohmann::json j = {{"passed", passed},
                       {"failure", failure},
                       {"failed_check", failed_check},
+                      {"element_check", element_check},
                       {"seed", seed},
                       {"trials", trials_run},
                       {"shapes_tried", shapes_tried},
@@ -53,6 +54,7 @@ VerifyReport VerifyReport::from_json(const nlohmann::json& v) {
   r.passed = v.at("passed");
   r.failure = v.at("failure");
   r.failed_check = v.value("failed_check", "");
+  r.element_check = v.value("element_check", "");
   r.seed = v.value("seed", std::uint64_t{0});
   r.trials_run = v.at("trials");
   r.shapes_tried = v.value("shapes_tried", std::vector<Sizes>{});

@@ -15,6 +15,8 @@
 
 #include "kforge/alternative_answers.hpp"
 #include "kforge/error.hpp"
+#include "verify/progress.hpp"
+#include "verify/structured_inputs.hpp"
 
 namespace kforge {
 
@@ -88,7 +90,9 @@ class Protocol {
 
   VerifyReport run(const Sizes& s) {
     requested_ = s;
-    if (trials(s) && o_.thorough) (void)(determinism() && perturbation() && reused_buffers() && shapes(s));
+    if (trials(s) && o_.thorough)
+      (void)(determinism() && perturbation() && reused_buffers() && special_scalars(s) && structured(s) &&
+             shapes(s));
     return std::move(rep_);
   }
 
@@ -113,6 +117,12 @@ class Protocol {
   // `as_check` when given (the run's own check otherwise).
   Judged judge(const Instance& inst, Distribution d, const std::string& ref_key, const std::string& context,
                const char* as_check = nullptr, const KernelCall* via = nullptr) {
+    {
+      std::string scalars;
+      for (const auto& [k, v] : inst.scalars) scalars += fmt::format(", {}={}", k, v);
+      verify_progress(fmt::format("{} at {}, {} inputs{}, seed {}", context, sizes_text(inst.sizes),
+                                  distribution_name(d), scalars, o_.seed));
+    }
     KernelOutput out = (via ? *via : call_)(inst, !p_.reads_inout(inst));  // before the reference exists
     const auto ref = reference_for(p_, inst, p_.name() + "|" + ref_key);
     if (!degenerate_checked_) refuse_if_degenerate(inst, *ref);
@@ -141,6 +151,7 @@ class Protocol {
     rep_.worst = c;
     rep_.worst_distribution = std::string(distribution_name(d));
     rep_.failed_check = as_check ? as_check : c.failed_check;
+    rep_.element_check = c.failed_check;
     rep_.failed_sizes = inst.sizes;
     std::string scalars;
     for (const auto& [k, v] : inst.scalars) scalars += fmt::format(", {}={}", k, v);
@@ -165,11 +176,38 @@ class Protocol {
         constant = constant && r == first;
       }
     std::string why;
+    if (distinguishable == 0 || (n >= 2 && constant)) blame_fixed_scalars(inst);
     if (distinguishable == 0) why = "every reference element is within its error bound of zero, so an all-zero output would pass";
     else if (n >= 2 && constant) why = fmt::format("every reference element equals {}, so a constant output would pass", first);
     if (why.empty()) return add("degenerate", true, fmt::format("{} of {} reference elements distinguishable from zero", distinguishable, n));
     throw UsageError("problem " + p_.name() + " at " + sizes_text(inst.sizes) +
                      " is degenerate and cannot judge a kernel: " + why + "; choose other sizes");
+  }
+
+  // A degenerate instance caused by scalars the user fixed (`--scalar alpha=0`) is refused
+  // naming them: the same instance with the trial's own scalars is not degenerate.
+  void blame_fixed_scalars(const Instance& inst) {
+    if (o_.scalars.empty()) return;
+    Instance free = inst;
+    free.scalars = p_.scalars_for_trial(0);
+    Reference r;
+    p_.reference(free, r.out, r.magnitude);
+    const ErrorBound bound(p_, free);
+    std::int64_t distinguishable = 0;
+    bool constant = true;
+    const double first = r.out.empty() || r.out[0].empty() ? 0 : r.out[0][0];
+    std::int64_t n = 0;
+    for (std::size_t t = 0; t < r.out.size(); ++t)
+      for (std::size_t i = 0; i < r.out[t].size(); ++i, ++n) {
+        if (std::fabs(r.out[t][i]) > bound(r.out[t][i], r.magnitude[t][i])) ++distinguishable;
+        constant = constant && r.out[t][i] == first;
+      }
+    if (distinguishable == 0 || (n >= 2 && constant)) return;  // the sizes' fault, not the scalars'
+    std::string fixed;
+    for (const auto& [k, v] : o_.scalars) fixed += fmt::format("{}{}={}", fixed.empty() ? "" : ",", k, v);
+    throw UsageError("problem " + p_.name() + " with --scalar " + fixed + " is degenerate and cannot judge a "
+                     "kernel: with these scalar value(s) the reference output cannot tell a right kernel from "
+                     "a wrong one (with the trials' own values it can); drop --scalar or choose other values");
   }
 
   // Two trials on different inputs with the very same reference: the output does not depend on
@@ -292,6 +330,55 @@ class Protocol {
     return true;
   }
 
+  // The problem's special scalar values (alpha = 0 with beta != 0, beta = 1, negatives) on
+  // trial 0's inputs: a kernel with a shortcut for a special value shows here. Values the user
+  // fixed stay fixed; a set that would change one is skipped.
+  bool special_scalars(const Sizes& s) {
+    const auto sets = p_.special_scalars();
+    if (sets.empty()) return true;
+    const Distribution d = o_.distributions[0];
+    int run = 0, skipped = 0;
+    std::string tried;
+    for (std::size_t k = 0; k < sets.size(); ++k) {
+      bool clashes = false;
+      for (const auto& [name, v] : sets[k]) clashes = clashes || o_.scalars.count(name);
+      if (clashes) { ++skipped; continue; }
+      Instance inst = instance(s, 0, d, o_.seed ^ 0x5ca1ull);
+      for (const auto& [name, v] : sets[k]) inst.scalars[name] = v;
+      std::string what;
+      for (const auto& [name, v] : sets[k]) what += fmt::format("{}{}={}", what.empty() ? "" : ",", name, v);
+      if (!judge(inst, d, key(inst, d, o_.seed ^ 0x5ca1ull, 0, "special " + what), "special scalars " + what,
+                 "special_scalars").passed)
+        return false;
+      tried += (tried.empty() ? "" : "; ") + what;
+      ++run;
+    }
+    add("special_scalars", true, fmt::format("passed at {} special scalar set(s) ({}){}", run, tried,
+                                             skipped ? fmt::format("; {} skipped (they change a --scalar value)", skipped) : ""));
+    return true;
+  }
+
+  // Structured inputs (structured_inputs.hpp) on trial 0's scalars, where the problem declares
+  // them: zero rows and columns, identical and one-hot rows, equal values, alternating signs,
+  // values near overflow, subnormals, negative zero.
+  bool structured(const Sizes& s) {
+    const auto list = structures_for(p_, s);
+    if (list.empty()) return true;
+    const Distribution d = Distribution::normal;
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      const std::uint64_t seed = o_.seed ^ (0x57a0ull + k);
+      Instance inst = instance(s, 0, d, seed);
+      apply_structure(p_, list[k], inst, seed);
+      const std::string what(structure_name(list[k]));
+      if (!judge(inst, d, key(inst, d, seed, 0, "structured " + what), what + " inputs", "structured").passed)
+        return false;
+    }
+    std::string names;
+    for (auto st : list) names += (names.empty() ? "" : ", ") + std::string(structure_name(st));
+    add("structured", true, fmt::format("passed with {} structured input pattern(s): {}", list.size(), names));
+    return true;
+  }
+
   bool shapes(const Sizes& requested) {
     RefusedShapes refused;
     const auto list = fuzz_shapes(p_, requested, o_.tile_hints, o_.fuzz_shapes, o_.seed, &refused);
@@ -303,7 +390,7 @@ class Protocol {
       const int trial = static_cast<int>(i) + 1;
       const Distribution d = o_.distributions[(i + o_.distributions.size() - 1) % o_.distributions.size()];
       const Instance inst = instance(list[i], trial, d, o_.seed ^ 0xf022ull);
-      if (!judge(inst, d, key(inst, d, o_.seed ^ 0xf022ull, trial, ""), "fuzzed shape").passed) return false;
+      if (!judge(inst, d, key(inst, d, o_.seed ^ 0xf022ull, trial, ""), "fuzzed shape", "shapes").passed) return false;
     }
     std::string skipped;
     if (refused.count > 0)

@@ -165,10 +165,10 @@ INSTANTIATE_TEST_SUITE_P(
     Corpus, WrongThroughAFile,
     ::testing::Values(
         Wrong{"ignores_beta.cpp", kCpu, "bound"},
-        Wrong{"reads_c_beta_zero.cpp", kCpu, "poison"},  // C unread when beta = 0: poisoned
+        Wrong{"reads_c_beta_zero.cpp", kCpu, "poison_read"},  // C unread when beta = 0: poisoned
         Wrong{"writes_input_a.cpp", kCpu, "inputs_intact"},
         Wrong{"fingerprint_memo.cpp", kCpu, "perturbation"},
-        Wrong{"oob_store_tail.cpp", "--lang cpp --params TM=8 --grid 'ceil_div(M,TM)' --size M=64,N=64,K=64", "guard"},
+        Wrong{"oob_store_tail.cpp", "--lang cpp --params TM=8 --grid 'ceil_div(M,TM)' --size M=64,N=64,K=64", "shapes"},
         Wrong{"nan_beta_zero.cpp", kCpu, "finite"},
         Wrong{"transposed_b.cl", kCl, "bound"},
         Wrong{"lazy_when_timed.cpp", "--lang cpp --grid 'ceil_div(M,16)' --size M=128,N=128,K=128 --bench",

@@ -83,7 +83,8 @@ TEST(Protocol, WrongOnlyAtSizeOneIsFoundByShapeFuzzing) {
     return out;
   });
   EXPECT_FALSE(r.passed);
-  EXPECT_EQ(r.failed_check, "bound") << r.failure;
+  EXPECT_EQ(r.failed_check, "shapes") << r.failure;
+  EXPECT_EQ(r.element_check, "bound") << r.failure;
   EXPECT_EQ(r.failed_sizes.at("K"), 1);
   EXPECT_NE(r.failure.find("fuzzed shape"), std::string::npos) << r.failure;
 }

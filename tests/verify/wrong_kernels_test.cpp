@@ -34,6 +34,9 @@ struct WrongKernel {
   std::string file;
   std::string args;               // language, launch geometry, params, sizes, dtype, ...
   std::set<std::string> checks;   // verify.failed_check must be one of these
+  // When set: verify.element_check (the element-level check behind a failure that an
+  // input-making check such as `shapes` or `structured` found) must be one of these.
+  std::set<std::string> element_checks;
   std::set<std::string> dispositions = {"incorrect"};
   bool off_requested_shape = false;  // must fail at a fuzzed shape, not the requested one
   std::string distribution;          // when set: the failing run's inputs
@@ -44,7 +47,9 @@ struct WrongKernel {
 
 // Races are caught when they happen: with 8 threads on a busy 2-core machine a lost slice is
 // the rule at these sizes, and the test allows three evaluations for the rare run without one.
-const std::set<std::string> kRaceChecks = {"determinism", "bound", "poison", "finite"};
+// A block that reads C before another wrote it reads the poison: `poison_read`.
+const std::set<std::string> kRaceChecks = {"determinism", "bound", "poison", "poison_read", "finite", "shapes",
+                                           "special_scalars", "structured"};
 const std::set<std::string> kRaceDispositions = {"nondeterministic", "incorrect"};
 
 std::vector<WrongKernel> corpus() {
@@ -53,12 +58,14 @@ std::vector<WrongKernel> corpus() {
   return {
       {.file = "tail_skip.cpp",
        .args = std::string("--lang cpp --params TM=16,TN=16 --grid 'ceil_div(N,TN),ceil_div(M,TM)' ") + k64,
-       .checks = {"poison", "bound"}, .off_requested_shape = true, .quick_passes = true},
+       .checks = {"shapes"}, .element_checks = {"poison", "bound"}, .off_requested_shape = true,
+       .quick_passes = true},
       {.file = "tail_after_full_tile.cpp",
        .args = "--lang cpp --grid 'ceil_div(M,48)' --size M=96,N=96,K=96 --seed 5",
-       .checks = {"poison", "bound"}, .off_requested_shape = true, .quick_passes = true},
-      {.file = "odd_k.cpp", .args = cpu, .checks = {"bound"}, .off_requested_shape = true,
+       .checks = {"shapes"}, .element_checks = {"poison", "bound"}, .off_requested_shape = true,
        .quick_passes = true},
+      {.file = "odd_k.cpp", .args = cpu, .checks = {"shapes"}, .element_checks = {"bound"},
+       .off_requested_shape = true, .quick_passes = true},
       {.file = "race_split_k.cpp",
        .args = "--lang cpp --params KS=8 --grid KS --size M=256,N=256,K=1024 --threads 8",
        .checks = kRaceChecks, .dispositions = kRaceDispositions, .attempts = 3},
@@ -77,7 +84,7 @@ std::vector<WrongKernel> corpus() {
       {.file = "fingerprint_memo.cpp", .args = cpu, .checks = {"perturbation"}, .quick_passes = true},
       {.file = "oob_store_tail.cpp",
        .args = std::string("--lang cpp --params TM=8 --grid 'ceil_div(M,TM)' ") + k64,
-       .checks = {"guard"}, .off_requested_shape = true, .quick_passes = true},
+       .checks = {"shapes"}, .element_checks = {"guard"}, .off_requested_shape = true, .quick_passes = true},
       {.file = "writes_input_a.cpp", .args = cpu, .checks = {"inputs_intact"}},
       {.file = "fp16_accumulator.cpp",
        .args = std::string(kCpu16) + " --dtype fp16 --size M=64,N=64,K=256",
@@ -86,7 +93,15 @@ std::vector<WrongKernel> corpus() {
        .args = std::string(kCpu16) + " --dtype fp16 " + k64, .checks = {"bound"}},
       {.file = "nan_beta_zero.cpp", .args = cpu, .checks = {"finite"}},
       {.file = "uses_a_twice.cpp", .args = cpu, .checks = {"bound", "perturbation"}},
-      {.file = "reads_c_beta_zero.cpp", .args = cpu, .checks = {"poison", "finite"}},
+      {.file = "reads_c_beta_zero.cpp", .args = cpu, .checks = {"poison_read"}},
+      {.file = "oob_read_times_zero.cpp", .args = std::string(kCpu16) + " --size M=64,N=64,K=63",
+       .checks = {"oob_read"}},
+      {.file = "early_return_alpha_zero.cpp", .args = cpu, .checks = {"special_scalars"},
+       .element_checks = {"bound"}, .quick_passes = true},
+      {.file = "skips_zero_rows.cpp", .args = cpu, .checks = {"structured"}, .element_checks = {"poison"},
+       .quick_passes = true},
+      {.file = "divides_by_row_max.cpp", .args = cpu, .checks = {"structured"}, .element_checks = {"finite"},
+       .quick_passes = true},
       {.file = "lazy_when_timed.cpp",
        .args = std::string(kCpu16) + " --size M=128,N=128,K=128 --bench",
        .checks = {"timed_outputs", "reused_buffers"}, .quick_passes = true},
@@ -110,12 +125,14 @@ std::vector<WrongKernel> corpus() {
                "--block 16,16,1 --size M=256,N=256,K=1024",
        .checks = kRaceChecks, .dispositions = kRaceDispositions,
        .env = "POCL_MAX_PTHREAD_COUNT=8", .attempts = 3},
-      {.file = "small_m_path.cl", .args = cl, .checks = {"bound"}, .off_requested_shape = true,
-       .quick_passes = true},
+      {.file = "small_m_path.cl", .args = cl, .checks = {"shapes"}, .element_checks = {"bound"},
+       .off_requested_shape = true, .quick_passes = true},
       {.file = "oob_store_tail.cl",
        .args = std::string("--lang opencl --params TM=4 --grid 'ceil_div(N,16),ceil_div(M,TM)' "
                            "--block '16,TM' ") + k64,
-       .checks = {"guard"}, .off_requested_shape = true, .quick_passes = true},
+       .checks = {"shapes"}, .element_checks = {"guard"}, .off_requested_shape = true, .quick_passes = true},
+      {.file = "oob_read_times_zero.cl", .args = std::string(kCl16) + " --size M=64,N=64,K=63",
+       .checks = {"oob_read"}},
       {.file = "inf_prescale.cl", .args = cl, .checks = {"finite"}, .distribution = "wide",
        .quick_passes = true},
   };
@@ -210,6 +227,11 @@ TEST_P(WrongKernels, RejectedByTheNamedCheck) {
               check.c_str(), v.value("failed_sizes", json::object()).dump().c_str(),
               v.contains("worst_distribution") ? (" (" + v.at("worst_distribution").get<std::string>() + " inputs)").c_str() : "");
 
+  if (!k.element_checks.empty()) {
+    const std::string element = v.value("element_check", "");
+    EXPECT_TRUE(k.element_checks.count(element)) << k.file << ": element_check '" << element << "'\n" << summary(r);
+  }
+
   // The failing check is listed, failed, with its figures.
   bool listed = false;
   for (const auto& c : v.value("checks", json::array()))
@@ -217,7 +239,8 @@ TEST_P(WrongKernels, RejectedByTheNamedCheck) {
   EXPECT_TRUE(listed) << k.file << ": no failed '" << check << "' entry in verify.checks: " << v.dump(1);
 
   // Element-wise failures point at the first bad element of C.
-  if (check == "bound" || check == "finite" || check == "all_zero" || check == "poison") {
+  const std::string element = v.value("element_check", check);
+  if (element == "bound" || element == "finite" || element == "all_zero" || element == "poison") {
     ASSERT_TRUE(v.contains("first_bad")) << k.file << ": " << v.dump(1);
     EXPECT_EQ(v.at("first_bad").value("tensor", ""), "C");
   }

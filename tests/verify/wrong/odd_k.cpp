@@ -1,7 +1,7 @@
 // WRONG on purpose: wrong only at odd K. The reduction is unrolled by two and the remainder
 // iteration is forgotten, so when K is odd the last product A[i,K-1]*B[K-1,j] is dropped.
 // Near miss: exact at every even K (the requested 64x64x64 passes a fixed-shape check).
-// Caught by: `bound` at a fuzzed shape (1, primes, tile±1 make K odd).
+// Caught by: `shapes` (element check `bound`) at a fuzzed shape (1, primes, tile±1 make K odd).
 //   build/kforge eval --problem gemm --lang cpp --source tests/verify/wrong/odd_k.cpp \
 //     --grid 'ceil_div(M,16)' --size M=64,N=64,K=64 --json
 static void body(const kf_ctx& ctx, const float* A, const float* B, float* C,  // (M,K) (K,N) (M,N)

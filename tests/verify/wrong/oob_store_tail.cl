@@ -3,7 +3,7 @@
 // (guarded loads) but still store, so the last work-group writes up to TM-1 rows past C's end.
 // Near miss: every element of C is right at every shape; at M a multiple of TM (the requested
 //   64x64x64) nothing is written out of bounds.
-// Caught by: `guard` at a fuzzed shape.
+// Caught by: `shapes` (element check `guard`) at a fuzzed shape.
 //   build/kforge eval --problem gemm --lang opencl --source tests/verify/wrong/oob_store_tail.cl \
 //     --params TM=4 --grid 'ceil_div(N,16),ceil_div(M,TM)' --block '16,TM' \
 //     --size M=64,N=64,K=64 --json

@@ -3,7 +3,7 @@
 // block writes its whole TM-row tile, so up to TM-1 rows land past the end of C.
 // Near miss: every element of C is right, at every shape; at M a multiple of TM (the requested
 //   64x64x64) nothing is written out of bounds at all.
-// Caught by: `guard` at a fuzzed shape (the bytes after C are a guard band).
+// Caught by: `shapes` (element check `guard`) at a fuzzed shape (the bytes after C are a guard band).
 //   build/kforge eval --problem gemm --lang cpp --source tests/verify/wrong/oob_store_tail.cpp \
 //     --params TM=8 --grid 'ceil_div(M,TM)' --size M=64,N=64,K=64 --json
 static void body(const kf_ctx& ctx, const float* A, const float* B, float* C,  // (M,K) (K,N) (M,N)

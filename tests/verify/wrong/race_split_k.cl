@@ -7,7 +7,8 @@
 // the later store wins and whole slices are lost, depending on the scheduling. Executed one
 // work-group at a time, in order, it is exact.
 // Caught by: `determinism` (a repeat of the same inputs fails) or, when the first run already
-//   lost a slice, that run's `bound`.
+//   lost a slice, that run's `bound`, or `poison_read` when a work-group read C (poisoned at
+//   beta = 0) before another wrote it.
 //   build/kforge eval --problem gemm --lang opencl --source tests/verify/wrong/race_split_k.cl \
 //     --params KS=8 --grid 'ceil_div(N,128),ceil_div(M,128),KS' --block 16,16,1 \
 //     --size M=128,N=128,K=512 --json

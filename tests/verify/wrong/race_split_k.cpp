@@ -5,7 +5,8 @@
 // exact. On a thread pool, blocks that overlap in time read the same C and the later write
 // wins: whole slices are lost, and which ones depends on the scheduling.
 // Caught by: `determinism` (a repeat of the same inputs fails) or, when the first run already
-//   lost a slice, that run's `bound`.
+//   lost a slice, that run's `bound`, or `poison_read` when a block read C (poisoned at
+//   beta = 0) before block 0 wrote it.
 //   build/kforge eval --problem gemm --lang cpp --source tests/verify/wrong/race_split_k.cpp \
 //     --params KS=8 --grid KS --size M=128,N=128,K=512 --threads 4 --json
 #include <vector>

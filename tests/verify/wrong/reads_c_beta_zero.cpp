@@ -2,8 +2,9 @@
 // unconditionally. The BLAS rule (and kforge's ABI) says C is not read when beta == 0: it may
 // hold NaN (kforge poisons it), and 0*NaN = NaN. Right for every beta != 0, and right for
 // beta == 0 whenever the caller happened to zero C first (what a naive check does).
-// Caught by: `poison` (the NaN propagated from the poison keeps its bit pattern, so the element
-//   reads as never written) or `finite`, in a trial with beta == 0.
+// Caught by: `poison_read` in a trial with beta == 0: C starts as a signalling NaN whose payload
+//   means "untouched"; 0*NaN returns it quieted with the payload kept, so the output says
+//   "C was read although beta = 0".
 //   build/kforge eval --problem gemm --lang cpp --source tests/verify/wrong/reads_c_beta_zero.cpp \
 //     --grid 'ceil_div(M,16)' --size M=64,N=64,K=64 --json
 static void body(const kf_ctx& ctx, const float* A, const float* B, float* C,  // (M,K) (K,N) (M,N)

@@ -2,7 +2,8 @@
 // not a declared parameter, so the verifier has no tile hint); a partial last block is skipped
 // when it is not also the first, i.e. whenever M > 48 and M is not a multiple of 48. A matrix
 // smaller than one tile (M < 48) and any multiple of 48 (the requested 96x96x96) are right.
-// Caught by: `poison` (or `bound` with beta != 0) at a fuzzed shape with M > 48, M % 48 != 0:
+// Caught by: `shapes` (element check `poison`, or `bound` with beta != 0) at a fuzzed shape
+//   with M > 48, M % 48 != 0:
 //   the requested size ± 1 (95, 97) or a prime such as 61, 67, 97, 127.
 // Run with --seed 5: that seed's fuzzed shapes (M = 1, 3, 31, 13, 13, 1, 7, 13) are all below one
 //   tile, so the bug is only found if the fuzzer always tries one off the requested sizes

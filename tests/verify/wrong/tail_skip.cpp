@@ -2,8 +2,8 @@
 // the tile sticks out of the matrix ("the grid is rounded up, so a partial tile is padding"),
 // so whenever M or N is not a multiple of the tile its last rows/columns are never written.
 // Near miss: correct at any M, N that are multiples of the tile (e.g. the requested 64x64x64).
-// Caught by: shape fuzzing (tile±1, primes, 1), where the unwritten elements still hold the
-//   poison (`poison`) or, in a trial with beta != 0, the old C (`bound`).
+// Caught by: `shapes` (tile±1, primes, 1), where the unwritten elements still hold the
+//   poison (element check `poison`) or, in a trial with beta != 0, the old C (`bound`).
 //   build/kforge eval --problem gemm --lang cpp --source tests/verify/wrong/tail_skip.cpp \
 //     --params TM=16,TN=16 --grid 'ceil_div(N,TN),ceil_div(M,TM)' --size M=64,N=64,K=64 --json
 static void body(const kf_ctx& ctx, const float* A, const float* B, float* C,  // (M,K) (K,N) (M,N)

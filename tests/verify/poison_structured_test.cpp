@@ -1,0 +1,190 @@
+// Poison that tells its origin (src/verify/poison.*), structured inputs
+// (src/verify/structured_inputs.*), the refusal of a degenerate fixed scalar and the crash
+// report that names its verification run. The wrong kernels these catch are in
+// wrong_kernels_test.cpp.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "kforge/dtype.hpp"
+#include "kforge/problem.hpp"
+#include "test_util.hpp"
+#include "verify/poison.hpp"
+#include "verify/structured_inputs.hpp"
+
+namespace kforge {
+namespace {
+
+std::uint32_t bits(float f) { return std::bit_cast<std::uint32_t>(f); }
+float poisoned_float(bool guard) {
+  unsigned char b[4];
+  if (guard) fill_guard(DType::fp32, b, 4);
+  else fill_poison(DType::fp32, b, 4);
+  float f;
+  std::memcpy(&f, b, 4);
+  return f;
+}
+NaNOrigin origin(float f) {
+  const std::uint32_t v = bits(f);
+  return nan_origin(DType::fp32, reinterpret_cast<const unsigned char*>(&v));
+}
+
+TEST(Poison, PatternsAreSignallingNaNsThatTellTheirOrigin) {
+  for (DType t : {DType::fp64, DType::fp32, DType::fp16, DType::bf16}) {
+    const std::size_t n = dtype_size(t);
+    std::vector<unsigned char> poison(3 * n), guard(3 * n);
+    fill_poison(t, poison.data(), poison.size());
+    fill_guard(t, guard.data(), guard.size());
+    std::vector<double> v(3);
+    decode(t, poison.data(), v);
+    EXPECT_TRUE(std::isnan(v[2])) << dtype_name(t);
+    decode(t, guard.data(), v);
+    EXPECT_TRUE(std::isnan(v[2])) << dtype_name(t);
+    EXPECT_TRUE(is_untouched(t, poison.data() + n)) << dtype_name(t);
+    EXPECT_FALSE(is_untouched(t, guard.data() + n)) << dtype_name(t);
+    EXPECT_EQ(nan_origin(t, poison.data() + n), NaNOrigin::poison) << dtype_name(t);
+    EXPECT_EQ(nan_origin(t, guard.data() + n), NaNOrigin::guard) << dtype_name(t);
+    // Signalling: the quiet bit (the top mantissa bit) is clear.
+    std::uint64_t e = 0;
+    std::memcpy(&e, poison.data(), n);
+    const int mantissa = t == DType::fp64 ? 52 : t == DType::fp32 ? 23 : t == DType::fp16 ? 10 : 7;
+    EXPECT_EQ((e >> (mantissa - 1)) & 1, 0u) << dtype_name(t);
+  }
+  // Ordinary values and the hardware's default NaN carry no origin.
+  EXPECT_EQ(origin(1.5f), NaNOrigin::none);
+  EXPECT_EQ(origin(std::numeric_limits<float>::quiet_NaN()), NaNOrigin::none);
+  EXPECT_EQ(origin(std::numeric_limits<float>::infinity()), NaNOrigin::none);
+  // Integers have no NaN: all-ones poison, no origin.
+  std::int32_t i = 0;
+  fill_poison(DType::int32, reinterpret_cast<unsigned char*>(&i), 4);
+  EXPECT_EQ(i, -1);
+  EXPECT_TRUE(is_untouched(DType::int32, reinterpret_cast<const unsigned char*>(&i)));
+}
+
+TEST(Poison, ArithmeticAndConversionsKeepThePayload) {
+  volatile float zero = 0.0f, one = 1.0f, minus = -2.0f;  // volatile: computed at run time
+  for (bool guard : {false, true}) {
+    const NaNOrigin want = guard ? NaNOrigin::guard : NaNOrigin::poison;
+    const float p = poisoned_float(guard);
+    EXPECT_NE(bits(p * zero), bits(p)) << "quieted: no longer the untouched pattern";
+    EXPECT_EQ(origin(p * zero), want);
+    EXPECT_EQ(origin(one + p * zero), want);
+    EXPECT_EQ(origin(minus * p), want);
+    EXPECT_EQ(origin(std::fma(p, zero, one)), want);
+    EXPECT_EQ(origin(static_cast<float>(static_cast<double>(p) * 0.0)), want);
+    // A 16-bit kernel converts to fp32, computes, converts back (kforge's conversions).
+    for (DType t : {DType::fp16, DType::bf16}) {
+      std::uint16_t h = 0;
+      if (guard) fill_guard(t, reinterpret_cast<unsigned char*>(&h), 2);
+      else fill_poison(t, reinterpret_cast<unsigned char*>(&h), 2);
+      const float wide = t == DType::fp16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
+      const float r = one + wide * zero;
+      const std::uint16_t back = t == DType::fp16 ? fp32_to_fp16(r) : fp32_to_bf16(r);
+      EXPECT_EQ(nan_origin(t, reinterpret_cast<const unsigned char*>(&back)), want) << dtype_name(t);
+      EXPECT_FALSE(is_untouched(t, reinterpret_cast<const unsigned char*>(&back))) << dtype_name(t);
+    }
+  }
+}
+
+Instance gemm_instance(DType t, std::int64_t M, std::int64_t N, std::int64_t K) {
+  const auto p = find_problem("gemm");
+  return p->make_instance({{"M", M}, {"N", N}, {"K", K}}, t, Distribution::normal, 7, 0);
+}
+
+TEST(Structured, PatternsHoldWhatTheyPromise) {
+  const auto p = find_problem("gemm");
+  const std::int64_t M = 7, N = 5, K = 11;  // rows of A are K long, rows of B N long
+  EXPECT_EQ(structures_for(*p, {{"M", M}, {"N", N}, {"K", K}}).size(), 10u);
+  auto with = [&](Structure st, DType t = DType::fp32) {
+    Instance inst = gemm_instance(t, M, N, K);
+    apply_structure(*p, st, inst, 3);
+    return inst;
+  };
+  const Instance drawn = gemm_instance(DType::fp32, M, N, K);
+  {
+    const Instance z = with(Structure::zero_rows);
+    for (std::int64_t k = 0; k < K; ++k) EXPECT_EQ(z.tensors[0][3 * K + k], 0.0);
+    EXPECT_NE(z.tensors[0][1 * K], 0.0);
+    EXPECT_EQ(z.tensors[2], drawn.tensors[2]) << "C is declared -1: left as drawn";
+  }
+  {
+    const Instance c = with(Structure::zero_columns);
+    for (std::int64_t r = 0; r < M; ++r) EXPECT_EQ(c.tensors[0][r * K + 3], 0.0);
+  }
+  {
+    const Instance same = with(Structure::identical_rows);
+    for (std::int64_t k = 0; k < K; ++k) EXPECT_EQ(same.tensors[0][5 * K + k], same.tensors[0][k]);
+  }
+  {
+    const Instance hot = with(Structure::one_hot_rows);
+    for (std::int64_t r = 0; r < M; ++r) {
+      double sum = 0;
+      for (std::int64_t k = 0; k < K; ++k) sum += hot.tensors[0][r * K + k];
+      EXPECT_EQ(sum, 1.0);
+    }
+  }
+  {
+    const Instance alt = with(Structure::alternating_signs);
+    for (std::int64_t i = 0; i + 1 < M * K; i += 2)
+      EXPECT_TRUE(alt.tensors[0][i] >= 0 && alt.tensors[0][i + 1] <= 0) << i;
+  }
+  {
+    const Instance nz = with(Structure::negative_zero);
+    EXPECT_TRUE(nz.tensors[0][0] == 0 && std::signbit(nz.tensors[0][0]));
+  }
+  for (DType t : {DType::fp32, DType::fp16, DType::bf16}) {
+    const double normal = t == DType::fp16 ? 0x1p-14 : 0x1p-126;
+    const Instance sub = with(Structure::subnormal_inputs, t);
+    double largest = 0;
+    for (double v : sub.tensors[0]) largest = std::max(largest, std::fabs(v));
+    EXPECT_GT(largest, 0) << dtype_name(t);
+    EXPECT_LT(largest, normal) << dtype_name(t);
+    // Products below the normal range, the factors above it.
+    const Instance prod = with(Structure::subnormal_products, t);
+    double a = 0, b = 0;
+    for (double v : prod.tensors[0]) a = std::max(a, std::fabs(v));
+    for (double v : prod.tensors[1]) b = std::max(b, std::fabs(v));
+    EXPECT_GE(a, normal) << dtype_name(t);
+    EXPECT_LT(a * b, normal) << dtype_name(t);
+    EXPECT_GT(a * b, 0) << dtype_name(t);
+    // Near overflow: large, yet the exact result finite in the dtype.
+    const Instance big = with(Structure::near_overflow, t);
+    std::vector<std::vector<double>> out, mag;
+    p->reference(big, out, mag);
+    double top = 0;
+    for (double v : mag[0]) top = std::max(top, v);
+    const double max = t == DType::fp16 ? 65504.0 : 3.4028234663852886e38;
+    EXPECT_LT(top, max) << dtype_name(t);
+    EXPECT_GT(top, max / 1e4) << dtype_name(t);
+  }
+}
+
+TEST(Structured, ProblemsWithoutADeclarationKeepTheirDraws) {
+  EXPECT_TRUE(structures_for(*find_problem("softmax"), find_problem("softmax")->default_sizes()).empty());
+}
+
+// `--scalar alpha=0` makes gemm at beta = 0 all zeros: refused naming the scalar, exit 2.
+TEST(SpecialScalars, ADegenerateFixedScalarIsRefusedByName) {
+  const auto r = test::kforge_cli("verify gemm --size M=16,N=16,K=16 --scalar alpha=0 --quick --json");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("--scalar alpha=0"), std::string::npos) << r.out << r.err;
+  // The same sizes without it are fine.
+  const auto ok = test::kforge_cli("verify gemm --size M=16,N=16,K=16 --quick --json");
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+}
+
+// A crashing kernel is reported with the verification run it was in.
+TEST(CrashReport, NamesTheTrialAndShape) {
+  const auto r = test::kforge_cli("eval --problem gemm --lang cpp --source '" + std::string(KFORGE_TEST_DATA) + "/segfault.cpp" +
+                                  "' --grid 'ceil_div(M,16)' --size M=33,N=17,K=9 --json");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("crashed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("during verification run: trial 0 at K=9,M=33,N=17"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("kforge-progress"), std::string::npos) << "progress lines are not shown: " << r.out;
+}
+
+}  // namespace
+}  // namespace kforge
