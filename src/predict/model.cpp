@@ -21,7 +21,7 @@ namespace kforge {
 
 namespace {
 constexpr int kFormat = 1;
-[[noreturn]] void no_xgboost() {
+[[noreturn, maybe_unused]] void no_xgboost() {  // used only without XGBoost
   throw UsageError("this kforge was built without XGBoost: install libxgboost-dev (tools/install-deps) and reconfigure");
 }
 }  // namespace

@@ -212,7 +212,8 @@ ProblemFile parse_problem_file(const std::string& given) {
   std::set<std::string> scalar_names;
   if (j.contains("scalars")) {
     for (const auto& [n, v] : j.at("scalars").items()) {
-      ScalarDecl s{n};
+      ScalarDecl s;
+      s.name = n;
       const std::string sf = "scalars." + n;
       const Json& trials = p.need(v, "trials", sf + ".");
       if (!trials.is_array() || trials.empty()) p.fail(sf + ".trials", "must be a non-empty list of values");

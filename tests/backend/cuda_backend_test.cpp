@@ -25,16 +25,6 @@ namespace kforge {
 namespace {
 
 
-Defines defines_for(const ParamValues& params, DType t) {
-  Defines d;
-  for (const auto& [k, v] : params) d.emplace_back(k, std::to_string(v));
-  std::string tag(dtype_name(t));
-  std::transform(tag.begin(), tag.end(), tag.begin(),
-                 [](unsigned char c) { return std::toupper(c); });
-  d.emplace_back("KF_DTYPE_" + tag, "1");
-  return d;
-}
-
 std::vector<KernelSpec> cuda_library_kernels() {
   std::vector<KernelSpec> out;
   for (const auto& p : problems())

@@ -242,22 +242,25 @@ TEST(Sandbox, CorrectOpenClKernelPassesAndIsTimed) {
 }
 
 // Reading the clock cannot be stopped (rdtsc and the vDSO's clock_gettime make no system
-// call); what a kernel does with it is checked: every timed run's outputs are verified.
+// call); what a kernel does with it is checked: every timed run's outputs are verified. With
+// --quick, so that the thorough checks' many launches (which it also takes for timing) do not
+// stop it first.
 TEST(Sandbox, ClockReadToDetectTimingIsCaughtByVerification) {
   const Eval r = eval("tests/data/hostile/clock_when_timed.cpp",
-                      "--lang cpp --grid 'ceil_div(M,16)' --size M=128,N=128,K=128", "--bench");
+                      "--lang cpp --grid 'ceil_div(M,16)' --size M=128,N=128,K=128", "--bench --quick");
   EXPECT_EQ(r.disposition(), "incorrect") << r.summary();
   EXPECT_EQ(r.failed_check(), "timed_outputs") << r.summary();
 }
 
 // State kept between launches in the kernel's globals, replayed later: caught by verification
 // inside the sandbox as outside it (fresh inputs at fresh addresses, perturbation, and every
-// timed run's outputs checked).
+// timed run's outputs checked; --quick for the last, as thorough mode's reused-buffer runs
+// would stop it first).
 TEST(Sandbox, StateKeptBetweenLaunchesIsCaught) {
   const Eval stale = eval("tests/verify/wrong/stale_replay.cpp", kGemm64);
   EXPECT_EQ(stale.disposition(), "incorrect") << stale.summary();
   const Eval lazy = eval("tests/verify/wrong/lazy_when_timed.cpp",
-                         "--lang cpp --grid 'ceil_div(M,16)' --size M=128,N=128,K=128", "--bench");
+                         "--lang cpp --grid 'ceil_div(M,16)' --size M=128,N=128,K=128", "--bench --quick");
   EXPECT_EQ(lazy.disposition(), "incorrect") << lazy.summary();
   EXPECT_EQ(lazy.failed_check(), "timed_outputs") << lazy.summary();
 }
@@ -265,10 +268,11 @@ TEST(Sandbox, StateKeptBetweenLaunchesIsCaught) {
 // "Calling into the reference" through memory: a kernel that searches the heap for the
 // reference's output finds none while it is timed, because the timed runs' reference is
 // computed only after the last of them (evaluate.cpp). The same search during verification
-// finds trial 0's cached reference on its repeat: the search itself works.
+// finds trial 0's cached reference on its repeat: the search itself works. (--quick for the
+// timed case: thorough mode's reused-buffer runs find an earlier run's reference and reject it.)
 TEST(Sandbox, ReferenceOfTheTimedRunsIsNotInMemoryWhileTheyRun) {
   const std::string f = "tests/data/hostile/reads_reference_when_timed.cpp";
-  const Eval timed = eval(f, kGemm64, "--bench");
+  const Eval timed = eval(f, kGemm64, "--bench --quick");
   EXPECT_EQ(timed.disposition(), "passed") << timed.summary();
   const Eval always = eval(f, kGemm64, "--params SEARCH_ALWAYS=1");
   EXPECT_EQ(always.failed_check(), "determinism") << always.summary();
