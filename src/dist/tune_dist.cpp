@@ -9,6 +9,7 @@
 #include "dist/rank_pool.hpp"
 #include "kforge/dist.hpp"
 #include "kforge/error.hpp"
+#include "tune/tune_start.hpp"
 
 namespace kforge::dist {
 namespace {
@@ -28,15 +29,13 @@ double silence_seconds() {
 
 TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o, const TuneProgress& progress) {
   if (!active()) return kforge::tune(base, backend, o, progress);
-  if (o.budget < 1) throw UsageError("tuning budget must be at least 1 evaluation");
-  const Space space = Space::from_kernel(base.kernel, base.sizes);
-  StrategyOptions so = o.strategy_options;
-  so.budget = o.budget;
-  auto strategy = make_strategy(o.strategy, space, o.seed, so);
+  TuneStart start = start_tuning(base, o);
+  const Space& space = start.space;
+  auto& strategy = start.strategy;
+  const int total = start.total;
 
   TuneResult r;
   r.space_size = space.size();
-  const int total = static_cast<int>(std::min<std::uint64_t>(o.budget, space.size()));
   // The default configuration first, as in tune(); reserved so that no ask() repeats it.
   std::deque<Config> first;
   if (auto d = space.config_of(base.kernel.resolve({})); d && space.contains(*d)) {

@@ -8,6 +8,7 @@
 #include "kforge/rng.hpp"
 #include "kforge/search.hpp"
 #include "kforge/util.hpp"
+#include "tune/tune_start.hpp"
 
 namespace kforge {
 
@@ -76,15 +77,13 @@ KernelSpec restrict_space(const KernelSpec& k, const std::string& spec) {
 
 TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o,
                 const TuneProgress& progress) {
-  if (o.budget < 1) throw UsageError("tuning budget must be at least 1 evaluation");
-  const Space space = Space::from_kernel(base.kernel, base.sizes);
-  StrategyOptions so = o.strategy_options;
-  so.budget = o.budget;
-  auto strategy = make_strategy(o.strategy, space, o.seed, so);
+  TuneStart start = start_tuning(base, o);
+  const Space& space = start.space;
+  auto& strategy = start.strategy;
+  const int total = start.total;
 
   TuneResult r;
   r.space_size = space.size();
-  const int total = static_cast<int>(std::min<std::uint64_t>(o.budget, space.size()));
   auto objective = [&](const Config& c) {
     EvalRequest req = base;
     req.params = space.values(c);

@@ -17,11 +17,7 @@
 namespace kforge {
 namespace {
 
-#ifdef KFORGE_WITH_XGBOOST
-constexpr bool kHaveXgboost = true;
-#else
-constexpr bool kHaveXgboost = false;
-#endif
+using test::kHaveXgboost;
 
 #define NEED_XGBOOST() \
   if (!kHaveXgboost) GTEST_SKIP() << "built without XGBoost"

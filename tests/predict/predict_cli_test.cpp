@@ -10,11 +10,7 @@
 namespace kforge {
 namespace {
 
-#ifdef KFORGE_WITH_XGBOOST
-constexpr bool kHaveXgboost = true;
-#else
-constexpr bool kHaveXgboost = false;
-#endif
+using test::kHaveXgboost;
 
 TEST(PredictCli, FeaturesOfALibraryKernel) {
   const auto r = test::kforge_cli("features gemm --sizes M=100,N=70,K=33 --json");

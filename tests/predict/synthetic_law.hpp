@@ -13,6 +13,13 @@
 
 namespace kforge::test {
 
+// Whether this build has XGBoost (the model tests skip without it).
+#ifdef KFORGE_WITH_XGBOOST
+inline constexpr bool kHaveXgboost = true;
+#else
+inline constexpr bool kHaveXgboost = false;
+#endif
+
 inline const std::vector<double> kBlockX{8, 16, 32, 64, 128}, kBlockY{1, 2, 4, 8, 16}, kTile{1, 2, 3, 4, 6, 8}, kFlag{0, 1};
 
 inline double law_ms(double bx, double by, double tile, double flag) {
