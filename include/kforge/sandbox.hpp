@@ -11,16 +11,9 @@
 
 namespace kforge {
 
-struct SandboxPolicy {
-  // A problem file's reference and conditioning hook run in forked children of the worker
-  // (native_code.cpp): with this, fork() and kill() of a child stay allowed (the children
-  // inherit the filter: they cannot exec, open files or sockets either).
-  bool allow_fork = false;
-};
-
 // Installs the filter on every thread of this process (irrevocable). Throws std::runtime_error
 // when the kernel refuses it or the architecture is not supported (x86-64 and aarch64 are).
-void enter_sandbox(const SandboxPolicy& policy);
+void enter_sandbox();
 
 // Whether enter_sandbox succeeded in this process: code that would open a file (a cache)
 // skips it then.

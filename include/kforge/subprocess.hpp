@@ -24,4 +24,10 @@ struct ProcessResult {
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input = {},
                           const ProcessLimits& limits = {});
 
+// Processes started to serve this one for as long as it lives (a problem's Python bridge): the
+// worker's sandbox lets it signal these, and no other process but itself, so that a bridge
+// past its time limit can still be killed.
+void register_helper_process(int pid);
+[[nodiscard]] std::vector<int> helper_processes();
+
 }  // namespace kforge

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 
 namespace kforge {
@@ -106,6 +107,21 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
     else if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   }
   return r;
+}
+
+namespace {
+std::mutex helpers_mutex;
+std::vector<int> helpers;
+}  // namespace
+
+void register_helper_process(int pid) {
+  std::lock_guard lock(helpers_mutex);
+  helpers.push_back(pid);
+}
+
+std::vector<int> helper_processes() {
+  std::lock_guard lock(helpers_mutex);
+  return helpers;
 }
 
 }  // namespace kforge

@@ -266,8 +266,8 @@ void run_gates(const EvalRequest& req, Backend& backend, EvalResult& r,
   }
 
   if (before_first_launch) {
-    // A problem file's native code, compiled on first use otherwise.
-    if (const auto* fp = dynamic_cast<const FileProblem*>(problem.get())) fp->load_native_code();
+    // A problem file's reference moves out of this process (compiled on first use otherwise).
+    if (const auto* fp = dynamic_cast<const FileProblem*>(problem.get())) fp->start_native_host();
     // What the timed phase needs from files or compilers, fetched while they can be reached:
     // the cached ceilings and the micro-benchmarks' modules (the speed-of-light gate measures
     // the roof again with them).

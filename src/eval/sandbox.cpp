@@ -10,6 +10,7 @@
 // clock_gettime, nanosleep; I/O on descriptors already open: read, write, close, fstat) stays
 // allowed, because kforge's own code in this process needs it and it reaches nothing outside.
 #include "kforge/sandbox.hpp"
+#include "kforge/subprocess.hpp"
 
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -205,18 +206,21 @@ void jump(Program& p, std::uint16_t code, std::uint32_t k, std::uint8_t jt, std:
 
 constexpr std::uint32_t kArg0 = offsetof(seccomp_data, args[0]);  // its low 32 bits (little-endian)
 
-// A call allowed only when its first argument (low 32 bits) equals `value`.
-void only_if_first_arg_is(Program& p, long nr, std::uint32_t value) {
-  jump(p, BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, 4);
+// A call allowed only when its first argument (low 32 bits) is one of `values`.
+void only_if_first_arg_in(Program& p, long nr, const std::vector<std::uint32_t>& values) {
+  const auto n = static_cast<std::uint8_t>(values.size());
+  jump(p, BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, static_cast<std::uint8_t>(n + 3));
   stmt(p, BPF_LD | BPF_W | BPF_ABS, kArg0);
-  jump(p, BPF_JMP | BPF_JEQ | BPF_K, value, 0, 1);
-  stmt(p, BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  for (std::uint8_t i = 0; i < n; ++i)  // a match jumps over the comparisons left and the TRAP
+    jump(p, BPF_JMP | BPF_JEQ | BPF_K, values[i], static_cast<std::uint8_t>(n - i), 0);
   stmt(p, BPF_RET | BPF_K, SECCOMP_RET_TRAP);
+  stmt(p, BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 }
 
-Program build(const SandboxPolicy& policy) {
+void only_if_first_arg_is(Program& p, long nr, std::uint32_t value) { only_if_first_arg_in(p, nr, {value}); }
+
+Program build() {
   const auto self = static_cast<std::uint32_t>(getpid());
-  const auto parent = static_cast<std::uint32_t>(getppid());
   Program p;
   // Another architecture's numbering (a 32-bit call on x86-64) would bypass the numbers below.
   stmt(p, BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch));
@@ -229,12 +233,6 @@ Program build(const SandboxPolicy& policy) {
   stmt(p, BPF_RET | BPF_K, SECCOMP_RET_TRAP);
 #endif
   for (const auto& d : denied_calls()) {
-    if (policy.allow_fork && (false
-#ifdef __NR_fork
-                              || d.nr == __NR_fork
-#endif
-                              ))
-      continue;
     jump(p, BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(d.nr), 0, 1);
     stmt(p, BPF_RET | BPF_K, SECCOMP_RET_TRAP);
   }
@@ -242,25 +240,18 @@ Program build(const SandboxPolicy& policy) {
   // glibc's pthread_create fall back to clone, whose flags are checked here.
   jump(p, BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1);
   stmt(p, BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS);
-  if (!policy.allow_fork) {
-    // clone: a thread (CLONE_THREAD) is allowed, anything else is a new process.
-    jump(p, BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4);
-    stmt(p, BPF_LD | BPF_W | BPF_ABS, kArg0);
-    jump(p, BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1);
-    stmt(p, BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-    stmt(p, BPF_RET | BPF_K, SECCOMP_RET_TRAP);
-    // kill: only this process itself (abort() and raise() signal themselves).
-    only_if_first_arg_is(p, __NR_kill, self);
-  } else {
-    // kill: a forked reference on its timeout; never the parent, a group (0, negative) or all (-1).
-    jump(p, BPF_JMP | BPF_JEQ | BPF_K, __NR_kill, 0, 6);
-    stmt(p, BPF_LD | BPF_W | BPF_ABS, kArg0);
-    jump(p, BPF_JMP | BPF_JEQ | BPF_K, parent, 3, 0);
-    jump(p, BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0);
-    jump(p, BPF_JMP | BPF_JGT | BPF_K, 0x7fffffffu, 1, 0);
-    stmt(p, BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-    stmt(p, BPF_RET | BPF_K, SECCOMP_RET_TRAP);
-  }
+  // clone: a thread (CLONE_THREAD) is allowed, anything else is a new process.
+  jump(p, BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4);
+  stmt(p, BPF_LD | BPF_W | BPF_ABS, kArg0);
+  jump(p, BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1);
+  stmt(p, BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  stmt(p, BPF_RET | BPF_K, SECCOMP_RET_TRAP);
+  // kill: only this process itself (abort() and raise() signal themselves) and the helpers
+  // started for it (a Python bridge killed past its time limit).
+  std::vector<std::uint32_t> killable{self};
+  for (const int pid : helper_processes()) killable.push_back(static_cast<std::uint32_t>(pid));
+  if (killable.size() > 32) killable.resize(32);  // jump offsets are 8 bits; a worker starts one or two
+  only_if_first_arg_in(p, __NR_kill, killable);
   // tgkill, and signals with data: a thread of this process (pthread_kill, raise,
   // sigqueue to itself).
   only_if_first_arg_is(p, __NR_tgkill, self);
@@ -287,9 +278,8 @@ Program build(const SandboxPolicy& policy) {
 
 }  // namespace
 
-void enter_sandbox(const SandboxPolicy& policy) {
+void enter_sandbox() {
 #if !defined(__x86_64__) && !defined(__aarch64__)
-  (void)policy;
   throw std::runtime_error("the sandbox supports x86-64 and aarch64 only");
 #else
   struct sigaction sa {};
@@ -298,7 +288,7 @@ void enter_sandbox(const SandboxPolicy& policy) {
   sigemptyset(&sa.sa_mask);
   if (sigaction(SIGSYS, &sa, nullptr) != 0)
     throw std::runtime_error(std::string("sandbox: sigaction(SIGSYS): ") + std::strerror(errno));
-  Program p = build(policy);
+  Program p = build();
   sock_fprog prog{static_cast<unsigned short>(p.size()), p.data()};
   // No new privileges (no set-uid program could gain any anyway, exec being denied): the
   // kernel requires it of an unprivileged process that installs a filter.

@@ -12,11 +12,14 @@
 #include "kforge/evaluate.hpp"
 #include "kforge/sandbox.hpp"
 #include "kforge/util.hpp"
+#include "problem/native_host.hpp"
 #include "verify/progress.hpp"
 
 // `kforge-worker --no-sandbox` (kforge eval --no-sandbox) or KFORGE_NO_SANDBOX=1 runs the kernel
 // without the seccomp filter, for debugging a kernel that the sandbox stops.
 int main(int argc, char** argv) {
+  // The problem file's native host (problem/native_host.hpp), started by a worker.
+  if (argc > 1 && std::strcmp(argv[1], "--native-host") == 0) return kforge::serve_native_host(argc - 2, argv + 2);
   bool sandbox = true;
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], "--no-sandbox") == 0) sandbox = false;
@@ -52,12 +55,12 @@ int main(int argc, char** argv) {
     auto backend = kforge::make_backend(req.backend, options);
     // The filter goes on once the kernel is compiled and loaded and everything kforge's own code
     // needs from outside the process is at hand (evaluate's before_first_launch), before the
-    // kernel first runs. A problem file's reference runs forked: it keeps fork.
+    // kernel first runs. A problem file's reference runs in the native host started before it.
     // Not for cuda: device code makes no host system call, and what the CUDA driver does at a
     // launch could not be tried here (no GPU).
     std::function<void()> enter;
     if (sandbox && (req.backend == "cpu" || req.backend == "opencl"))
-      enter = [&req] { kforge::enter_sandbox({.allow_fork = !req.problem_file.empty()}); };
+      enter = [] { kforge::enter_sandbox(); };
     out = kforge::evaluate(req, *backend, enter).to_json();
   } catch (const kforge::ProblemError& e) {
     out = {{"problem_error", e.what()}};  // the problem's fault: the caller exits 2, not "crashed"

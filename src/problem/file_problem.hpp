@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "kforge/problem.hpp"
+#include "problem/native_host.hpp"
 #include "problem/problem_file.hpp"
 
 namespace kforge {
@@ -40,13 +41,20 @@ class FileProblem final : public Problem {
   std::string baseline_name() const override;
   std::vector<std::string> kernel_specs() const override;
   std::string source_file() const override { return f_.path; }
-  // Compiles and loads the reference, conditioning hook and baseline now (they are otherwise
-  // compiled on first use): the sandboxed worker can run no compiler once the kernel runs.
-  void load_native_code() const;
+  // For the sandboxed worker, before its filter goes on (it can then run no compiler and start
+  // no process): compiles the file's code, loads the baseline (timed beside the kernel) and
+  // starts the native host that runs the reference and the conditioning hook from now on, so
+  // that the kernel's process never holds them (native_host.hpp). Otherwise they are compiled
+  // on first use and run in forked children of this process.
+  void start_native_host() const;
 
  private:
+  [[nodiscard]] std::vector<long long> size_values(const Sizes& s) const;
+  void run_native(NativeEntry e, const std::string& what, std::vector<NativeBuffer>& buffers,
+                  const NativeArgs& a) const;
   ProblemFile f_;
   std::unique_ptr<NativeCode> reference_, condition_, baseline_;
+  mutable std::unique_ptr<NativeHost> host_;
 };
 
 }  // namespace kforge

@@ -10,12 +10,11 @@
 #include "kforge/rng.hpp"
 #include "problem/file_problem.hpp"
 #include "problem/native_code.hpp"
+#include "problem/native_host.hpp"
 
 namespace kforge {
 namespace {
 
-using ReferenceFn = void (*)(double* const*, const long long*, const double*);
-using ConditionFn = void (*)(double* const*, const long long*, unsigned long long, int);
 using BaselineFn = void (*)(float* const*, const int*, const float*, int);
 
 // Streams of the conditioning draws, apart from those of fill_random (trial * 1000 + tensor).
@@ -73,23 +72,12 @@ void FileProblem::condition_inputs(Instance& inst, std::uint64_t seed, int trial
     }
   }
   if (condition_) {
-    auto fn = reinterpret_cast<ConditionFn>(condition_->symbol("kforge_condition"));
-    std::vector<std::size_t> inputs;
-    std::vector<std::unique_ptr<SharedDoubles>> shared;
-    std::vector<double*> args;
-    for (std::size_t t = 0; t < f_.tensors.size(); ++t) {
-      if (f_.tensors[t].role == Role::out) continue;
-      inputs.push_back(t);
-      shared.push_back(std::make_unique<SharedDoubles>(inst.tensors[t].size()));
-      std::copy(inst.tensors[t].begin(), inst.tensors[t].end(), shared.back()->data());
-      args.push_back(shared.back()->data());
-    }
-    std::vector<long long> s;
-    for (const auto& d : f_.sizes) s.push_back(inst.sizes.at(d.name));
-    run_forked(fmt::format("the input conditioning {} of problem {}", f_.condition->function, f_.name),
-               f_.timeout_s, [&] { fn(args.data(), s.data(), seed, trial); });
-    for (std::size_t k = 0; k < inputs.size(); ++k)
-      std::copy(shared[k]->data(), shared[k]->data() + shared[k]->size(), inst.tensors[inputs[k]].begin());
+    std::vector<NativeBuffer> buffers;  // every input, changed in place by the hook
+    for (std::size_t t = 0; t < f_.tensors.size(); ++t)
+      if (f_.tensors[t].role != Role::out) buffers.push_back({inst.tensors[t].data(), inst.tensors[t].size(), true});
+    NativeArgs a{size_values(inst.sizes), {}, seed, trial};
+    run_native(NativeEntry::condition,
+               fmt::format("the input conditioning {} of problem {}", f_.condition->function, f_.name), buffers, a);
   }
   for (std::size_t t = 0; t < f_.tensors.size(); ++t)
     if (f_.tensors[t].role != Role::out) round_to(inst.dtype, inst.tensors[t]);
@@ -124,53 +112,80 @@ void FileProblem::perturb(Instance& inst, std::size_t t, std::size_t i) const {
 
 void FileProblem::reference(const Instance& in, std::vector<std::vector<double>>& out,
                             std::vector<std::vector<double>>& magnitude) const {
-  auto fn = reinterpret_cast<ReferenceFn>(reference_->symbol("kforge_reference"));
   // Outputs start as NaN: an element the reference never writes is found, not read as zero.
   const double unwritten = std::numeric_limits<double>::quiet_NaN();
-  std::vector<std::unique_ptr<SharedDoubles>> shared;  // each output, then its magnitude
-  std::vector<double*> args;
+  out.clear();
+  magnitude.clear();
   for (std::size_t t = 0; t < f_.tensors.size(); ++t) {
-    auto& v = in.tensors[t];
+    if (f_.tensors[t].role == Role::in) continue;
+    const auto& v = in.tensors[t];
+    out.push_back(f_.tensors[t].role == Role::inout ? v : std::vector<double>(v.size(), unwritten));
+    magnitude.emplace_back(v.size(), unwritten);
+  }
+  std::vector<NativeBuffer> buffers;  // each input, then each output and its magnitude
+  for (std::size_t t = 0, k = 0; t < f_.tensors.size(); ++t) {
     if (f_.tensors[t].role == Role::in) {
-      args.push_back(const_cast<double*>(v.data()));  // the child's copy-on-write view
+      buffers.push_back({const_cast<double*>(in.tensors[t].data()), in.tensors[t].size(), false});
       continue;
     }
-    for (int part = 0; part < 2; ++part) {
-      shared.push_back(std::make_unique<SharedDoubles>(v.size()));
-      double* p = shared.back()->data();
-      if (part == 0 && f_.tensors[t].role == Role::inout) std::copy(v.begin(), v.end(), p);
-      else std::fill(p, p + v.size(), unwritten);
-      args.push_back(p);
-    }
+    buffers.push_back({out[k].data(), out[k].size(), true});
+    buffers.push_back({magnitude[k].data(), magnitude[k].size(), true});
+    ++k;
   }
-  std::vector<long long> s;
-  for (const auto& d : f_.sizes) s.push_back(in.sizes.at(d.name));
   std::vector<double> x;
   for (const auto& d : f_.scalars) x.push_back(in.scalars.at(d.name));
   const std::string what = fmt::format("the reference {} of problem {}", f_.reference.function, f_.name);
-  run_forked(what, f_.timeout_s, [&] { fn(args.data(), s.data(), x.data()); });
-  out.clear();
-  magnitude.clear();
+  run_native(NativeEntry::reference, what, buffers, {size_values(in.sizes), x});
   std::size_t k = 0;
   for (const auto& d : f_.tensors) {
     if (d.role == Role::in) continue;
-    for (int part = 0; part < 2; ++part, ++k) {
-      const double* p = shared[k]->data();
-      const std::size_t n = shared[k]->size();
-      const std::size_t bad = std::find_if(p, p + n, [](double e) { return std::isnan(e); }) - p;
-      if (bad < n)
+    for (int part = 0; part < 2; ++part) {
+      const auto& v = part ? magnitude[k] : out[k];
+      const std::size_t bad = std::find_if(v.begin(), v.end(), [](double e) { return std::isnan(e); }) - v.begin();
+      if (bad < v.size())
         throw ProblemError(fmt::format("{} left {}{}[{}] unwritten or NaN: a reference must fill every "
                                        "element of each output and of its magnitude",
                                        what, d.name, part ? "_magnitude" : "", bad));
-      (part ? magnitude : out).emplace_back(p, p + n);
     }
+    ++k;
   }
 }
 
-void FileProblem::load_native_code() const {
-  (void)reference_->symbol("kforge_reference");
-  if (condition_) (void)condition_->symbol("kforge_condition");
-  if (baseline_) (void)baseline_->symbol("kforge_baseline");
+std::vector<long long> FileProblem::size_values(const Sizes& sizes) const {
+  std::vector<long long> s;
+  for (const auto& d : f_.sizes) s.push_back(sizes.at(d.name));
+  return s;
+}
+
+// In the problem's native host when the worker started one (before its sandbox), else in a
+// forked child of this process: either way a crash or a hang is the problem's, not ours.
+void FileProblem::run_native(NativeEntry e, const std::string& what, std::vector<NativeBuffer>& buffers,
+                             const NativeArgs& a) const {
+  if (host_) return host_->call(e, what, f_.timeout_s, buffers, a);
+  NativeCode& code = e == NativeEntry::reference ? *reference_ : *condition_;
+  void* fn = code.symbol(e == NativeEntry::reference ? "kforge_reference" : "kforge_condition");
+  std::vector<std::unique_ptr<SharedDoubles>> shared;  // what the child hands back
+  std::vector<double*> pointers;
+  for (auto& b : buffers) {
+    if (!b.write_back) {
+      pointers.push_back(b.data);  // the child's copy-on-write view
+      continue;
+    }
+    shared.push_back(std::make_unique<SharedDoubles>(b.size));
+    std::copy(b.data, b.data + b.size, shared.back()->data());
+    pointers.push_back(shared.back()->data());
+  }
+  run_forked(what, f_.timeout_s, [&] { invoke_native(e, fn, pointers.data(), a); });
+  for (std::size_t k = 0, j = 0; k < buffers.size(); ++k)
+    if (buffers[k].write_back) std::copy(shared[j]->data(), shared[j]->data() + buffers[k].size, buffers[k].data), ++j;
+}
+
+void FileProblem::start_native_host() const {
+  if (host_) return;
+  std::vector<std::pair<std::string, std::string>> entries{{reference_->compile(), "kforge_reference"}};
+  entries.emplace_back(condition_ ? condition_->compile() : "", "kforge_condition");
+  if (baseline_) (void)baseline_->symbol("kforge_baseline");  // timed here, beside the kernel
+  host_ = std::make_unique<NativeHost>(native_host_program(), entries);
 }
 
 std::function<void()> FileProblem::baseline(const Instance& in, int threads) const {

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,15 +51,23 @@ NativeCode::NativeCode(std::string what, std::string source_path, std::string ad
 
 NativeCode::~NativeCode() = default;  // the object stays loaded: its code may still be called
 
-void* NativeCode::symbol(const std::string& name) {
+std::string NativeCode::compile() {
   std::lock_guard lock(mutex_);
-  if (!handle_) {
+  return compile_locked();
+}
+
+std::string NativeCode::compile_locked() {
+  if (object_.empty()) {
     const std::string user = read_file(source_path_);
     // #line keeps the compiler's messages in the user's own file and line numbers.
     const std::string text = fmt::format("#line 1 \"{}\"\n{}\n#line 1 \"kforge-adapter\"\n{}", source_path_,
                                          user, adapter_);
+    // Hidden symbols and section garbage collection: the object keeps only what its entry
+    // point reaches, so the baseline's object (loaded beside the kernel) does not carry a
+    // reference that shares its source file.
     std::vector<std::string> argv{cxx_compiler(), "-O2", "-std=c++20", "-fPIC", "-shared",
-                                  "-fvisibility=hidden",
+                                  "-fvisibility=hidden", "-ffunction-sections", "-fdata-sections",
+                                  "-Wl,--gc-sections",
                                   "-I" + std::filesystem::path(source_path_).parent_path().string()};
     std::string key = text;
     for (const auto& a : argv) key += '\0' + a;
@@ -80,6 +89,15 @@ void* NativeCode::symbol(const std::string& name) {
       }
       std::filesystem::rename(tmp, so);
     }
+    object_ = so.string();
+  }
+  return object_;
+}
+
+void* NativeCode::symbol(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  if (!handle_) {
+    const std::string so = compile_locked();
     handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) throw ProblemError(fmt::format("the {} {} cannot be loaded: {}", what_, source_path_, dlerror()));
   }
@@ -93,6 +111,7 @@ void run_forked(const std::string& what, double timeout_s, const std::function<v
   const pid_t pid = fork();
   if (pid < 0) throw ProblemError(what + ": fork failed: " + std::strerror(errno));
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // a parent killed on its own timeout takes this along
     int code = 0;
     try {
       body();

@@ -22,10 +22,15 @@ class NativeCode {
   // Compiles on first use and returns the exported symbol; throws ProblemError naming the file
   // with the compiler's first errors.
   [[nodiscard]] void* symbol(const std::string& name);
+  // Compiles on first use and returns the shared object's path, without loading it here (the
+  // native host loads it: native_host.hpp).
+  [[nodiscard]] std::string compile();
 
  private:
   std::string what_, source_path_, adapter_;
   std::vector<std::string> flags_;
+  [[nodiscard]] std::string compile_locked();
+  std::string object_;  // the compiled shared object, once compiled
   void* handle_ = nullptr;
   std::mutex mutex_;  // one compile, whichever thread asks first
 };

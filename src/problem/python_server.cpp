@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "kforge/error.hpp"
+#include "kforge/subprocess.hpp"
 #include "kforge/util.hpp"
 
 namespace kforge {
@@ -92,6 +93,7 @@ void PythonServer::start() {
   }
   ::close(in[0]);
   ::close(out[1]);
+  register_helper_process(pid);  // a sandboxed worker may still kill it past its limit
   pid_ = pid;
   to_child_ = in[1];
   from_child_ = out[0];

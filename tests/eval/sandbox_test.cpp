@@ -187,9 +187,11 @@ TEST(Sandbox, InProcessEvaluationIsNotSandboxed) {
   EXPECT_EQ(test::run_command("true").exit_code, 0);           // and so does a process
 }
 
-// A problem file's reference runs in forked children of the worker: fork stays allowed there,
-// the rest of the sandbox holds, and a correct kernel passes, timed beside the file's baseline.
-TEST(Sandbox, ProblemFileKeepsItsReferenceAndTheRestOfTheSandbox) {
+// A problem file's reference runs in the native host, a process of its own started before the
+// filter: the worker holds the whole sandbox (no fork either), a correct kernel passes, timed
+// beside the file's baseline, and a kernel that looks for the reference in its own process to
+// call it finds nothing (it does find it with the sandbox off, where the worker loads it).
+TEST(Sandbox, ProblemFileReferenceIsOutOfTheKernelsReach) {
   const std::string args = "--entry gemm --lang cpp --grid 'ceil_div(M,16)' --size M=64,N=64,K=64";
   const std::string problem = "examples/problems/gemm.json";
   const Eval ok = eval("examples/naive_gemm.cpp", args, "--bench", "", problem);
@@ -201,6 +203,14 @@ TEST(Sandbox, ProblemFileKeepsItsReferenceAndTheRestOfTheSandbox) {
   const Eval read = eval("tests/data/hostile/read_file.cpp", args, "", "", problem);
   EXPECT_NE(read.error().find("forbidden system call: openat \"/etc/passwd\""), std::string::npos)
       << read.summary();
+  const Eval fork = eval("tests/data/hostile/fork_bomb.cpp", args, "", "", problem);
+  EXPECT_EQ(fork.disposition(), "crashed") << fork.summary();
+  EXPECT_NE(fork.error().find("clone (a process, not a thread)"), std::string::npos) << fork.summary();
+  const Eval call = eval("tests/data/hostile/calls_reference.cpp", args, "", "", problem);
+  EXPECT_EQ(call.disposition(), "passed") << "the kernel reached the reference: " << call.summary();
+  const Eval off = eval("tests/data/hostile/calls_reference.cpp", args, "--no-sandbox", "", problem);
+  EXPECT_EQ(off.disposition(), "incorrect") << off.summary();
+  EXPECT_NE(off.error().find("first bad element C[0]"), std::string::npos) << "its tell: " << off.summary();
 }
 
 // Correct kernels pass under the sandbox, verified and timed: the cpu backend's thread pool,
