@@ -64,6 +64,36 @@ TEST(PredictCli, TrainPredictRankAndTuneWithPrior) {
   EXPECT_NE(r.err.find("bayes"), std::string::npos) << r.err;
 }
 
+// A model trained from the results store: a real tuning run of the library's cpu gemm writes
+// the store, `predict --train PROBLEM --db` exports and trains on every stored evaluation, and
+// the model predicts a configuration of that kernel; a store without the problem exits 2.
+TEST(PredictCli, TrainFromTheStoreOfATuningRun) {
+  if (!kHaveXgboost) GTEST_SKIP() << "built without XGBoost";
+  const auto dir = test::scratch_dir("kforge-predict-cli", "store");
+  const std::string db = (dir / "results.db").string(), model = (dir / "model.json").string();
+  auto r = test::kforge_cli("tune gemm --backend cpu --size M=41,N=37,K=19 --strategy random --budget 10 --threads 1 "
+                            "--db '" + db + "' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json tuned = test::parse_or_fail(r);
+  r = test::kforge_cli("predict --train gemm --db '" + db + "' --backend cpu --out '" + model + "' --trees 20 --cv 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json t = test::parse_or_fail(r);
+  EXPECT_EQ(t["info"]["source"]["kernel"], "gemm.cpu");
+  EXPECT_GE(t["info"]["rows"].get<int>(), 5);  // the passed evaluations of the 10
+  EXPECT_LE(t["info"]["rows"].get<int>(), 10);
+  ASSERT_FALSE(t["features"].empty());
+  // The tuned winner's parameters (one result per backend) are a configuration of the kernel.
+  const nlohmann::json best = tuned.at(0).at("best").at("params");
+  std::string params;
+  for (const auto& [k, v] : best.items()) params += (params.empty() ? "" : ",") + k + "=" + std::to_string(v.get<long long>());
+  r = test::kforge_cli("predict --model '" + model + "' --params " + params + " --json");
+  ASSERT_EQ(r.exit_code, 0) << params << ": " << r.err;
+  EXPECT_GT(test::parse_or_fail(r)["predicted_ms"].get<double>(), 0.0);
+  r = test::kforge_cli("predict --train softmax --db '" + db + "' --out '" + model + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no evaluations of softmax"), std::string::npos) << r.err;
+}
+
 TEST(PredictCli, BadModelFilesExitTwoNamingTheFile) {
   const auto dir = test::scratch_dir("kforge-predict-cli", "bad");
   const std::string bad = (dir / "not_a_model.json").string();
