@@ -11,5 +11,11 @@ if(KFORGE_WITH_MPI)
     # mpirun refuses root unless told; harmless for any other user.
     set_tests_properties(dist_tune PROPERTIES TIMEOUT 300 ENVIRONMENT
       "OPENBLAS_THREAD_TIMEOUT=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+    # The overlapped multi-rank GEMMs (tests/dist/overlap_test.py, docs/overlap.md).
+    add_test(NAME dist_overlap
+      COMMAND ${KFORGE_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/dist/overlap_test.py
+              --kforge $<TARGET_FILE:kforge> --mpirun ${KFORGE_MPIRUN})
+    set_tests_properties(dist_overlap PROPERTIES TIMEOUT 300 ENVIRONMENT
+      "OPENBLAS_THREAD_TIMEOUT=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
   endif()
 endif()

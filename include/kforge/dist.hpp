@@ -5,6 +5,8 @@
 // each rank as it becomes free and reassigns the evaluation of a rank that went silent.
 //
 // Started without mpirun (or built without MPI) there is one rank and nothing changes.
+#include <nlohmann/json.hpp>
+
 #include "kforge/tune.hpp"
 
 namespace kforge::dist {
@@ -45,5 +47,58 @@ class Session {
 // heartbeat is taken for dead and its evaluation handed to another rank.
 [[nodiscard]] TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o,
                               const TuneProgress& progress = {});
+
+// Overlapped multi-rank GEMMs (docs/overlap.md), collective over every rank of the session:
+//   ag_gemm  C[:, cols_r] = alpha * allgather(A row blocks) * B[:, cols_r] + beta * C[:, cols_r]
+//   gemm_rs  C[rows_r, :] = alpha * reduce_scatter(A[:, k_r] * B[k_r, :]) + beta * C[rows_r, :]
+// each in two forms: serial (all communication, then the compute) and overlapped (blocks split
+// into `chunks` row chunks, each computed as it arrives, or sent as soon as it is computed).
+// The transfers can go through an emulated link (a latency and a bandwidth per sending rank,
+// applied on top of MPI's own transfer; ranks on one host), stated as such in the result.
+struct OverlapOptions {
+  std::string problem = "ag_gemm";  // or "gemm_rs"
+  Sizes sizes;                      // M, N, K of the whole GEMM
+  int chunks = 0;                   // row chunks per block; 0: chosen from the measured rates
+  double link_latency_s = 5e-6;     // emulated link: per message
+  // emulated link per sending rank; 0: MPI's own transfers only. The default gives a CPU rank
+  // (~25 GFLOP/s) the bytes per FLOP of an NVLink GPU (450 GB/s over ~50 TFLOP/s: 0.009).
+  double link_bytes_per_s = 0.25e9;
+  int rounds = 3;                   // timed rounds, serial and overlapped in turn
+  int trials = 2;                   // verification: trials per distribution
+  std::uint64_t seed = 0;
+  std::string fault;                // tests only: "drop_chunk" makes the overlapped form skip one
+  [[nodiscard]] nlohmann::json to_json() const;
+  static OverlapOptions from_json(const nlohmann::json& j);
+};
+
+struct OverlapForm {
+  std::string name;              // "serial", "overlapped"
+  int chunks = 1;
+  double time_s = 0;             // median over rounds of the slowest rank's time
+  double compute_s = 0;          // median of the slowest rank's compute (GEMM and sums)
+  double exposed_s = 0;          // median of the largest time - compute over ranks
+  std::vector<double> times_s;   // per round
+};
+
+struct OverlapResult {
+  nlohmann::json options;
+  int ranks = 1;
+  bool verified = false;
+  std::string failure;            // the first failed verification, in words
+  int runs_checked = 0;           // verification runs compared with the reference (both forms)
+  double worst_bound_ratio = 0;
+  std::vector<Sizes> shapes;      // the shapes verified
+  std::string link;               // the link, in words ("emulated: ...", or "MPI shared memory")
+  std::string chunk_choice;       // how `chunks` was chosen
+  OverlapForm serial, overlapped;
+  double overlap_efficiency = 0;  // 1 - exposed_overlapped / exposed_serial
+  double percent_of_ideal = 0;    // max(compute, communication) / overlapped time
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+
+// Rank 0: verifies both forms against the double reference (the gemm problem's, at the
+// requested sizes and a few odd shapes, every input distribution), then times them. Every other
+// rank takes part through serve(). Throws UsageError on bad options (exit 2).
+[[nodiscard]] OverlapResult run_overlap(const OverlapOptions& o);
 
 }  // namespace kforge::dist

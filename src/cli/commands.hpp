@@ -18,5 +18,6 @@ void add_kernelbench(CLI::App& app, int& code);
 void add_schedule(CLI::App& app, int& code);
 void add_features(CLI::App& app, int& code);
 void add_predict(CLI::App& app, int& code);
+void add_overlap(CLI::App& app, int& code);
 
 }  // namespace kforge::cli

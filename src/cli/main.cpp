@@ -27,6 +27,7 @@ int run_command(int argc, char** argv) {
   kforge::cli::add_schedule(app, code);
   kforge::cli::add_features(app, code);
   kforge::cli::add_predict(app, code);
+  kforge::cli::add_overlap(app, code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -62,6 +62,10 @@ int Session::serve() {
       MPI_Finalize();
       return 0;
     }
+    if (m->tag == kTagOverlap) {  // a collective of its own, until rank 0 ends it
+      follow_overlap(m->body);
+      continue;
+    }
     if (m->tag != kTagJob) continue;
     const std::uint64_t ticket = m->body.value("ticket", std::uint64_t{0});
     if (fault_due(rank_, ++received)) raise(SIGKILL);

@@ -19,6 +19,7 @@ enum Tag : int {
   kTagStop = 2,       // 0 -> r: {"finalize": bool}
   kTagHeartbeat = 3,  // r -> 0: {"ticket"} while an evaluation runs
   kTagDone = 4,       // r -> 0: {"ticket", "result", "seconds"} or {"ticket", "error", "kind"}
+  kTagOverlap = 5,    // 0 -> r: OverlapOptions: join the collective runs of overlap.cpp
 };
 
 struct Message {
@@ -67,6 +68,9 @@ using Clock = std::chrono::steady_clock;
 [[nodiscard]] inline double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
+
+// A rank's part in run_overlap (overlap.cpp): runs what rank 0 broadcasts until it says stop.
+void follow_overlap(const nlohmann::json& options);
 
 // Ranks rank 0 took for lost (session.cpp): after one, MPI_Finalize cannot be called.
 void note_lost_rank(int rank);
