@@ -104,4 +104,27 @@ struct FoldScore {
 // k-fold cross-validation within one data set (folds shuffled by `seed`): one score per fold.
 [[nodiscard]] std::vector<FoldScore> cross_validate(const Dataset& d, int folds, const ModelOptions& o);
 
+// Kernel similarity. An embedding of feature rows (configurations of one kernel, or any rows
+// with the same feature names): each feature log-scaled where all its values are positive, then
+// standardized; distances are Euclidean there. No time is looked at.
+struct Embedding {
+  std::vector<std::string> names;
+  std::vector<std::vector<double>> points;  // one per row
+};
+[[nodiscard]] Embedding embed(const std::vector<Features>& rows);
+// The `k` rows nearest `point` (a point of the embedding), nearest first.
+[[nodiscard]] std::vector<std::size_t> nearest(const Embedding& e, const std::vector<double>& point, std::size_t k);
+// k representatives: k clusters in the embedding (k-means++ seeding by `seed`, Lloyd's
+// iterations), and from each cluster one member drawn at random, weighted by the cluster's size:
+// stratified sampling, so the estimated total is unbiased and, where similar configurations
+// take similar times, closer than k random draws. Fewer than k when the rows have fewer
+// distinct points.
+struct Representatives {
+  std::vector<std::size_t> members;  // row indices
+  std::vector<std::size_t> weights;  // rows each one stands for; they sum to the rows
+};
+[[nodiscard]] Representatives representatives(const Embedding& e, std::size_t k, std::uint64_t seed);
+// The whole set's total time estimated from the representatives' times: sum of time x weight.
+[[nodiscard]] double estimate_total(const Representatives& r, const std::vector<double>& time);
+
 }  // namespace kforge
