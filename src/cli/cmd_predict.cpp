@@ -20,7 +20,8 @@ namespace {
 struct Opts {
   std::string problem, sizes, params, model, space, db, out, kernel, backend, lang = "cpp";
   bool train = false, rank = false, json = false;
-  int top = 10, cv = 0;
+  int top = 10, cv = 0, representatives = 0, neighbours = 0;
+  std::uint64_t seed = 1;
   ModelOptions mo;
 };
 
@@ -120,6 +121,52 @@ int run_one(const Opts& o, const PerfModel& m) {
   return kExitPassed;
 }
 
+// Kernel similarity on a recorded space: k representatives (with the estimate of the total
+// time they give, against the recorded total), or the nearest neighbours of --params.
+int run_similarity(const Opts& o) {
+  if (o.space.empty()) throw UsageError("--representatives and --neighbours need --space CACHE.json");
+  const RecordedSpace r = RecordedSpace::load(o.space);
+  const Dataset d = dataset(r);
+  if (d.rows.empty()) throw UsageError(o.space + " has no configuration with a recorded time");
+  const Embedding e = embed(d.rows);
+  std::vector<std::string> labels;  // the configurations with a time, in the data set's order
+  for (std::size_t k = 0; k < r.space.size(); ++k)
+    if (r.time_ms[k]) labels.push_back(r.space.label(r.space.at(k)));
+  nlohmann::json doc;
+  if (o.representatives > 0) {
+    const Representatives rep = representatives(e, static_cast<std::size_t>(o.representatives), o.seed);
+    const double truth = std::accumulate(d.time_ms.begin(), d.time_ms.end(), 0.0);
+    const double estimate = estimate_total(rep, d.time_ms);
+    for (std::size_t i = 0; i < rep.members.size(); ++i)
+      doc["representatives"].push_back({{"config", labels[rep.members[i]]}, {"weight", rep.weights[i]},
+                                        {"recorded_ms", d.time_ms[rep.members[i]]}});
+    doc["estimated_total_ms"] = estimate;
+    doc["recorded_total_ms"] = truth;
+    doc["relative_error"] = estimate / truth - 1;
+  } else {
+    std::vector<std::pair<std::string, double>> named;
+    for (const auto& [k, v] : parse_assignments(o.params)) named.emplace_back(k, static_cast<double>(v));
+    const Features f = param_features(named);
+    std::optional<std::size_t> at;
+    for (std::size_t i = 0; i < d.rows.size() && !at; ++i)
+      if (d.rows[i].values == f.values && d.rows[i].names == f.names) at = i;
+    if (!at) throw UsageError("--params is not a configuration of " + o.space + " with a recorded time (give every parameter)");
+    for (std::size_t i : nearest(e, e.points[*at], static_cast<std::size_t>(o.neighbours) + 1))
+      if (i != *at) doc["neighbours"].push_back({{"config", labels[i]}, {"recorded_ms", d.time_ms[i]}});
+  }
+  if (o.json) { fmt::print("{}\n", doc.dump(2)); return kExitPassed; }
+  for (const auto& x : doc.value("representatives", nlohmann::json::array()))
+    fmt::print("  x{:<6} {:>12.4g} ms  {}\n", x["weight"].get<std::size_t>(), x["recorded_ms"].get<double>(),
+               x["config"].get<std::string>());
+  for (const auto& x : doc.value("neighbours", nlohmann::json::array()))
+    fmt::print("  {:>12.4g} ms  {}\n", x["recorded_ms"].get<double>(), x["config"].get<std::string>());
+  if (doc.contains("estimated_total_ms"))
+    fmt::print("total time estimated from {} runs: {:.6g} ms; recorded: {:.6g} ms ({:+.1f}%)\n",
+               doc["representatives"].size(), doc["estimated_total_ms"].get<double>(), doc["recorded_total_ms"].get<double>(),
+               100 * doc["relative_error"].get<double>());
+  return kExitPassed;
+}
+
 }  // namespace
 
 void add_predict(CLI::App& app, int& code) {
@@ -143,9 +190,14 @@ void add_predict(CLI::App& app, int& code) {
   cmd->add_option("--trees", o->mo.trees, "--train: trees (boosting rounds, or the forest's size)")->capture_default_str();
   cmd->add_option("--cv", o->cv, "--train: also report k-fold cross-validation (e.g. 5)");
   cmd->add_option("--top", o->top, "--rank: how many to print")->capture_default_str();
+  cmd->add_option("--representatives", o->representatives, "with --space: K configurations that stand for the "
+                  "whole space (stratified over K clusters of similar ones), and the total time they estimate");
+  cmd->add_option("--neighbours", o->neighbours, "with --space and --params: the N most similar configurations");
+  cmd->add_option("--seed", o->seed, "--representatives: the clustering's and the draws' seed")->capture_default_str();
   cmd->add_flag("--json", o->json, "print JSON");
   cmd->callback([o, &code] {
     if (o->train) { code = run_train(*o); return; }
+    if (o->representatives > 0 || o->neighbours > 0) { code = run_similarity(*o); return; }
     if (o->model.empty()) throw UsageError("predict needs --model FILE (train one with --train --space CACHE.json --out FILE)");
     const PerfModel m = PerfModel::load(o->model);
     code = o->rank ? run_rank(*o, m) : run_one(*o, m);

@@ -2,6 +2,7 @@
 // end to end through the binary, and their exit code 2 with a clear message on bad input.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "predict/synthetic_law.hpp"
@@ -92,6 +93,28 @@ TEST(PredictCli, TrainFromTheStoreOfATuningRun) {
   r = test::kforge_cli("predict --train softmax --db '" + db + "' --out '" + model + "'");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no evaluations of softmax"), std::string::npos) << r.err;
+}
+
+// Similarity on a recorded space: representatives whose weights cover the space and whose
+// estimate is near the recorded total; a configuration's neighbours differ from it in little.
+TEST(PredictCli, RepresentativesAndNeighboursOfARecordedSpace) {
+  const auto dir = test::scratch_dir("kforge-predict-cli", "similar");
+  const std::string cache = (dir / "law.json").string();
+  std::ofstream(cache) << test::law_cache(0.02, 3).dump();
+  auto r = test::kforge_cli("predict --space '" + cache + "' --representatives 20 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json rep = test::parse_or_fail(r);
+  ASSERT_EQ(rep["representatives"].size(), 20u);
+  std::size_t covered = 0;
+  for (const auto& x : rep["representatives"]) covered += x["weight"].get<std::size_t>();
+  EXPECT_EQ(covered, test::kBlockX.size() * test::kBlockY.size() * test::kTile.size() * test::kFlag.size());
+  EXPECT_LT(std::fabs(rep["relative_error"].get<double>()), 0.5);
+  r = test::kforge_cli("predict --space '" + cache + "' --neighbours 2 --params block_size_x=32,block_size_y=8,tile_size_x=4,use_flag=0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json nb = test::parse_or_fail(r)["neighbours"];
+  ASSERT_EQ(nb.size(), 2u);
+  for (const auto& x : nb) EXPECT_NE(x["config"].get<std::string>().find("block_size_"), std::string::npos);
+  EXPECT_EQ(test::kforge_cli("predict --space '" + cache + "' --neighbours 2 --params block_size_x=33").exit_code, 2);
 }
 
 TEST(PredictCli, BadModelFilesExitTwoNamingTheFile) {
