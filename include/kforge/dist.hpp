@@ -5,6 +5,9 @@
 // each rank as it becomes free and reassigns the evaluation of a rank that went silent.
 //
 // Started without mpirun (or built without MPI) there is one rank and nothing changes.
+#include <functional>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "kforge/tune.hpp"
@@ -47,6 +50,14 @@ class Session {
 // heartbeat is taken for dead and its evaluation handed to another rank.
 [[nodiscard]] TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o,
                               const TuneProgress& progress = {});
+
+// Independent evaluations (a suite's problems) spread over the ranks, each through the one eval
+// path (`isolate[i]`: in a kforge-worker, as a problem file's code must be); results in the
+// order of `requests`. One rank: evaluated one after the other, as without MPI. Ranks on one
+// host time their kernels at the same time: give each --threads 1, or one rank per node.
+[[nodiscard]] std::vector<EvalResult> evaluate_all(const std::vector<EvalRequest>& requests,
+                                                   const std::vector<bool>& isolate, Backend& local,
+                                                   const std::function<void(int done)>& progress = {});
 
 // Overlapped multi-rank GEMMs (docs/overlap.md), collective over every rank of the session:
 //   ag_gemm  C[:, cols_r] = alpha * allgather(A row blocks) * B[:, cols_r] + beta * C[:, cols_r]

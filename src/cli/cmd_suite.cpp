@@ -12,6 +12,7 @@
 #include "cli/common.hpp"
 #include "cli/measure_flags.hpp"
 #include "kforge/backend.hpp"
+#include "kforge/dist.hpp"
 #include "kforge/error.hpp"
 #include "kforge/measure.hpp"
 #include "kforge/problem_file.hpp"
@@ -175,6 +176,8 @@ void add_suite(CLI::App& app, int& code) {
     for (const auto& p : all)
       if (wanted.empty() || std::find(wanted.begin(), wanted.end(), p->name()) != wanted.end())
         total += names.size();
+    std::vector<EvalRequest> requests;  // one backend's, evaluated together
+    std::vector<bool> isolate;
     for (const auto& name : names) {
       auto backend = make_backend(name, {.threads = o->threads});
       if (backend->can_run()) ceilings_json.push_back(ceilings(*backend).to_json());
@@ -199,9 +202,18 @@ void add_suite(CLI::App& app, int& code) {
         req.baseline = true;
         o->measure.apply(req.measure);
         sources.push_back(o->store.choose(req, *backend, ""));
-        results.push_back(from_file ? evaluate_isolated(req) : evaluate(req, *backend));  // not kforge's own code
-        progress("suite", static_cast<int>(++done), static_cast<int>(total));
+        requests.push_back(std::move(req));
+        isolate.push_back(from_file);  // not kforge's own code: in a worker
       }
+      // Under mpirun the problems are spread over the ranks (kforge/dist.hpp).
+      const std::size_t before = done;
+      auto got = dist::evaluate_all(requests, isolate, *backend, [&](int n) {
+        progress("suite", static_cast<int>(before + static_cast<std::size_t>(n)), static_cast<int>(total));
+      });
+      done = before + got.size();
+      for (auto& r : got) results.push_back(std::move(r));
+      requests.clear();
+      isolate.clear();
     }
     code = exit_code(results);
     const nlohmann::json summary = summary_json(results);

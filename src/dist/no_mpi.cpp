@@ -14,6 +14,16 @@ int Session::finish(int code) { return code; }
 Session* current() { return g_session; }
 bool active() { return false; }
 
+std::vector<EvalResult> evaluate_all(const std::vector<EvalRequest>& requests, const std::vector<bool>& isolate,
+                                     Backend& local, const std::function<void(int)>& progress) {
+  std::vector<EvalResult> out;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    out.push_back(isolate[i] ? evaluate_isolated(requests[i]) : evaluate(requests[i], local));
+    if (progress) progress(static_cast<int>(i + 1));
+  }
+  return out;
+}
+
 OverlapResult run_overlap(const OverlapOptions&) {
   throw UsageError("this kforge was built without MPI: the multi-rank GEMMs need it (install libopenmpi-dev and rebuild)");
 }

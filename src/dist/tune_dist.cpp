@@ -27,6 +27,26 @@ double silence_seconds() {
 
 }  // namespace
 
+std::vector<EvalResult> evaluate_all(const std::vector<EvalRequest>& requests, const std::vector<bool>& isolate,
+                                     Backend& local, const std::function<void(int)>& progress) {
+  std::vector<EvalResult> out(requests.size());
+  if (!active()) {
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      out[i] = isolate[i] ? evaluate_isolated(requests[i]) : evaluate(requests[i], local);
+      if (progress) progress(static_cast<int>(i + 1));
+    }
+    return out;
+  }
+  RankPool pool(current()->size(), local, silence_seconds());
+  for (std::size_t i = 0; i < requests.size(); ++i) pool.submit(Job{i, requests[i], isolate[i]});
+  for (int done = 1; pool.outstanding() > 0; ++done) {
+    Completion c = pool.next();
+    out[c.ticket] = std::move(c.result);
+    if (progress) progress(done);
+  }
+  return out;
+}
+
 TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o, const TuneProgress& progress) {
   if (!active()) return kforge::tune(base, backend, o, progress);
   TuneStart start = start_tuning(base, o);

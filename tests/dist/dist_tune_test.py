@@ -12,6 +12,7 @@
    from it to the same set.
 4. rank 0 killed under --enable-recovery: the other ranks (on its host) see it gone and stop,
    so the job ends rather than waiting forever.
+5. `kforge suite` under mpirun spreads its problems over the ranks with the one-rank verdicts.
 Small problem and budget: each run takes a few seconds.
 """
 import argparse
@@ -96,6 +97,17 @@ def main():
     try:
         ref = same_as_one_rank(ARGS, tmp, "random", BUDGET, [2])
         same_as_one_rank(ARGS, tmp, "brute", 4, [3])
+
+        # A suite spread over 2 ranks: the same problems, in the same order, with the same verdicts.
+        suite = [ARGS.kforge, "suite", "--backend", "cpu", "--problem", "gemm,softmax,scan.gae", "--size",
+                 "M=64,N=48,K=32", "--threads", "1", "--quick", "--no-db", "--json"]
+        verdicts = []
+        for cmd in (suite, [ARGS.mpirun, "-n", "2", "--oversubscribe"] + suite):
+            r = run(cmd)
+            check(r.returncode == 0, f"suite on {'2 ranks' if cmd[0] != ARGS.kforge else '1 rank'}: exit 0 ({r.stderr[-300:]})")
+            doc = json.loads(r.stdout) if r.returncode == 0 else {"benchmarks": []}
+            verdicts.append([(b["problem"], b["disposition"]) for b in doc["benchmarks"]])
+        check(len(verdicts[0]) == 3 and verdicts[0] == verdicts[1], f"suite: 2 ranks give the one-rank verdicts {verdicts}")
 
         # A rank killed mid-run, survivable: mpirun --enable-recovery keeps the job alive.
         db = os.path.join(tmp, "killed-recovery.db")
