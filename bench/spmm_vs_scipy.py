@@ -70,8 +70,8 @@ def peer(problem, folder, m, k, w, reps):
     return statistics.median(secs), err
 
 
-def spread(v):
-    return f"{statistics.median(v):.4g} ({min(v):.4g}..{max(v):.4g})"
+def spread(v, unit=""):
+    return f"{statistics.median(v):.4g}{unit} ({min(v):.4g}..{max(v):.4g})"
 
 
 def main():
@@ -124,7 +124,7 @@ def main():
                             peer_s.append(secs)
                             for t in threads:
                                 ratio[t].append(secs / kf[t][-1])
-                    cells = " | ".join(f"{spread([v * 1e3 for v in kf[t]])} | {spread(ratio[t])}x | "
+                    cells = " | ".join(f"{spread([v * 1e3 for v in kf[t]])} | {spread(ratio[t], 'x')} | "
                                        f"{100 * statistics.median(sol[t]):.1f}%" for t in threads)
                     print(f"| {problem} | {m} | {w} | {100 * s:.0f}% | {spread([v * 1e3 for v in peer_s])} | {cells} |",
                           flush=True)
