@@ -1,6 +1,7 @@
 // The sparse family: spmm (CSR A times dense B) and sddmm (dense A times dense B^T, sampled at a
 // CSR pattern) here; fusedmm (SDDMM then SpMM in one kernel, fusedmm_problem.hpp) and spmspv
-// (CSC matrix times sparse vector, spmspv_problem.hpp); what they share (the structure inputs,
+// (CSC matrix times sparse vector, spmspv_problem.hpp), gnn_aggregate (GCN normalized sum and
+// GraphSAGE mean over a graph, gnn_problem.hpp); what they share (the structure inputs,
 // the pattern scalar, validation, perturbation) in sparse_problem.hpp. fp32 only: the indices
 // travel in the fp32 storage as exact integers (every index < 2^24 is exact in fp32), as moe's
 // expert ids do.
@@ -23,6 +24,7 @@
 #include <cmath>
 
 #include "fusedmm_problem.hpp"
+#include "gnn_problem.hpp"
 #include "sparse_problem.hpp"
 #include "spmspv_problem.hpp"
 
@@ -204,5 +206,6 @@ std::shared_ptr<Problem> make_spmm_problem() { return std::make_shared<Spmm>(); 
 std::shared_ptr<Problem> make_sddmm_problem() { return std::make_shared<Sddmm>(); }
 std::shared_ptr<Problem> make_fusedmm_problem() { return std::make_shared<sparse_family::Fusedmm>(); }
 std::shared_ptr<Problem> make_spmspv_problem() { return std::make_shared<sparse_family::Spmspv>(); }
+std::shared_ptr<Problem> make_gnn_aggregate_problem() { return std::make_shared<sparse_family::GnnAggregate>(); }
 
 }  // namespace kforge

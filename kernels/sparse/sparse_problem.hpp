@@ -44,10 +44,10 @@ class SparseProblem : public Problem {
       if (s.at(n) < 1 || s.at(n) >= (1LL << 24))
         throw UsageError("size " + n + "=" + std::to_string(s.at(n)) +
                          " must be in [1, 2^24) (indices travel exactly in fp32)");
-    const std::int64_t M = s.at("M"), K = s.at("K");
+    const std::int64_t M = s.at("M"), K = s.at(cols_name());
     for (const auto& w : width_names()) {
       const std::int64_t W = s.at(w);
-      for (const auto& [what, n] : {std::pair{"M*" + w, M * W}, {"K*" + w, K * W}})
+      for (const auto& [what, n] : {std::pair{"M*" + w, M * W}, {cols_name() + "*" + w, K * W}})
         if (n > (1LL << 31) - 1)
           throw UsageError("sizes " + what + "=" + std::to_string(n) + " must fit in a 32-bit int (the kernel ABI)");
     }
@@ -57,7 +57,7 @@ class SparseProblem : public Problem {
   // then the problem makes one product through the first nonzero nonzero, so no pattern's
   // output is all zero.
   void condition_inputs(Instance& inst, std::uint64_t seed, int trial) const override {
-    const std::int64_t M = inst.sizes.at("M"), K = inst.sizes.at("K"), nnz = inst.sizes.at("NNZ");
+    const std::int64_t M = inst.sizes.at("M"), K = inst.sizes.at(cols_name()), nnz = inst.sizes.at("NNZ");
     const auto pattern = static_cast<sparse::Pattern>(static_cast<int>(inst.scalars.at("pattern")));
     sparse::Csr a = sparse::generate(pattern, M, K, nnz, mix64(seed ^ (0x5ba75eull + trial)));
     if (column_major()) a = sparse::transpose(a);
@@ -123,8 +123,10 @@ class SparseProblem : public Problem {
   // Each line's indices must ascend (the kernels binary-search them): validated, and kept so by
   // perturbation. The generators always give ascending lines.
   [[nodiscard]] virtual bool ascending_lines() const { return false; }
-  [[nodiscard]] std::string outer_name() const { return column_major() ? "K" : "M"; }
-  [[nodiscard]] std::string inner_name() const { return column_major() ? "M" : "K"; }
+  // A's columns: K, or M for a square matrix (a graph's adjacency: gnn_aggregate).
+  [[nodiscard]] virtual std::string cols_name() const { return "K"; }
+  [[nodiscard]] std::string outer_name() const { return column_major() ? cols_name() : "M"; }
+  [[nodiscard]] std::string inner_name() const { return column_major() ? "M" : cols_name(); }
   // Makes the data inputs nonzero where they meet the first nonzero: outer line o, inner index c.
   virtual void ensure_nonzero_product(Instance& inst, std::int64_t o, std::int64_t c) const = 0;
   // A data tensor's element changed; structure perturbations fall back to tensor t here.
