@@ -34,13 +34,28 @@ struct Coo {
 [[nodiscard]] Csr to_csr(const Coo& a);
 [[nodiscard]] Coo to_coo(const Csr& a);
 [[nodiscard]] std::vector<double> to_dense(const Csr& a);  // (rows, cols) row-major
+// The transpose: CSR of A^T, which is A in CSC (column pointers, row indices ascending per column).
+[[nodiscard]] Csr transpose(const Csr& a);
 
 // Checks a CSR structure given as the kernels receive it (indices stored in floats, `nnz_cap`
 // entries of col_idx allocated): row_ptr[0] = 0, never decreasing, row_ptr[rows] <= nnz_cap,
 // every index an integer, columns in [0, cols), no column twice in a row. Throws UsageError
 // naming the tensor, the index and the fix. `what` prefixes the message (the problem's name).
+// `csc`: the same structure compressed by columns (col_ptr, row_idx; `rows` are then A's
+// columns and `cols` its rows), named so in the messages. `ascending`: each line's indices must
+// also ascend strictly (for kernels that binary-search them).
 void validate_csr(const std::string& what, const double* row_ptr, const double* col_idx,
-                  std::int64_t rows, std::int64_t cols, std::int64_t nnz_cap);
+                  std::int64_t rows, std::int64_t cols, std::int64_t nnz_cap, bool csc = false,
+                  bool ascending = false);
+
+// Checks a sparse vector as kernels receive it (spmspv's x: `n` indices stored in floats):
+// every index an integer in [0, length), strictly ascending (so none twice). Throws UsageError
+// naming the tensor `name`, the position and the fix.
+void validate_sparse_vector(const std::string& what, const std::string& name, const double* idx,
+                            std::int64_t n, std::int64_t length);
+
+// `n` distinct indices of [0, range), ascending, seeded (a sparse vector's pattern).
+[[nodiscard]] std::vector<std::int64_t> sample_indices(std::int64_t range, std::int64_t n, std::uint64_t seed);
 
 // The patterns. Each trial of the verification protocol uses pattern trial % kPatternCount.
 enum class Pattern : int {

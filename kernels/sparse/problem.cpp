@@ -1,6 +1,10 @@
 // The sparse family: spmm (CSR A times dense B) and sddmm (dense A times dense B^T, sampled at a
-// CSR pattern). fp32 only: the CSR indices travel in the fp32 storage as exact integers (every
-// index < 2^24 is exact in fp32), as moe's expert ids do.
+// CSR pattern) here; fusedmm (SDDMM then SpMM in one kernel, fusedmm_problem.hpp) and spmspv
+// (CSC matrix times sparse vector, spmspv_problem.hpp), gnn_aggregate (GCN normalized sum and
+// GraphSAGE mean over a graph, gnn_problem.hpp); what they share (the structure inputs,
+// the pattern scalar, validation, perturbation) in sparse_problem.hpp. fp32 only: the indices
+// travel in the fp32 storage as exact integers (every index < 2^24 is exact in fp32), as moe's
+// expert ids do.
 //
 // The sparse structure is an input the problem generates: NNZ (a size) is the length of col_idx
 // and values; the pattern is the scalar `pattern` (include/kforge/sparse.hpp's numbering), set
@@ -8,8 +12,7 @@
 // (uniform, power-law, banded, block, pruned, empty rows and columns, one dense row), and fixed
 // by the user with `--scalar pattern=K`. A pattern holds min(NNZ, cells it allows) nonzeros;
 // entries past row_ptr[M] are unused (kernels never read them; sddmm writes 0 there). Timed
-// runs use trial 1, the uniform pattern. Kernels receive `pattern` as their last argument and
-// ignore it.
+// runs use trial 1, the uniform pattern. Kernels receive `pattern` as an argument and ignore it.
 //
 //   spmm:  C[r, :] = Σ_{p in row r} values[p] · B[col_idx[p], :]     B (K,N), C (M,N)
 //   sddmm: out[p]  = A[r, :] · B[col_idx[p], :]  for p in row r       A (M,D), B (K,D), out (NNZ)
@@ -20,112 +23,16 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kforge/error.hpp"
-#include "kforge/problem.hpp"
-#include "kforge/sparse.hpp"
-#include "kforge/util.hpp"
+#include "fusedmm_problem.hpp"
+#include "gnn_problem.hpp"
+#include "sparse_problem.hpp"
+#include "spmspv_problem.hpp"
 
 namespace kforge {
 namespace {
 
-enum { kRowPtr, kColIdx };
-
-class SparseProblem : public Problem {
- public:
-  std::vector<DType> dtypes() const override { return {DType::fp32}; }
-  std::vector<std::string> scalar_names() const override { return {"pattern"}; }
-  Scalars scalars_for_trial(int trial) const override {
-    return {{"pattern", static_cast<double>((trial + sparse::kPatternCount - 1) % sparse::kPatternCount)}};
-  }
-  void check_scalars(const Scalars& s) const override {
-    const double v = s.at("pattern");
-    if (!(v >= 0 && v < sparse::kPatternCount && v == std::floor(v)))
-      throw UsageError("scalar pattern=" + std::to_string(v) + " must be an integer in [0, " +
-                       std::to_string(sparse::kPatternCount) + ") (0 uniform, 1 power_law, 2 banded, 3 block, "
-                       "4 pruned, 5 empty_rows_cols, 6 dense_row)");
-  }
-  void check_sizes(const Sizes& s) const override {
-    for (const auto& n : size_names())
-      if (s.at(n) < 1 || s.at(n) >= (1LL << 24))
-        throw UsageError("size " + n + "=" + std::to_string(s.at(n)) +
-                         " must be in [1, 2^24) (indices travel exactly in fp32)");
-    const std::int64_t M = s.at("M"), K = s.at("K"), W = s.at(width_name());
-    for (const auto& [what, n] : {std::pair{"M*" + width_name(), M * W}, {"K*" + width_name(), K * W}})
-      if (n > (1LL << 31) - 1)
-        throw UsageError("sizes " + what + "=" + std::to_string(n) + " must fit in a 32-bit int (the kernel ABI)");
-  }
-
-  // The pattern's structure into row_ptr and col_idx (unused entries point at column 0); then
-  // one used value and the B element it meets made nonzero, so no pattern's output is all zero.
-  void condition_inputs(Instance& inst, std::uint64_t seed, int trial) const override {
-    const std::int64_t M = inst.sizes.at("M"), K = inst.sizes.at("K"), nnz = inst.sizes.at("NNZ");
-    const auto pattern = static_cast<sparse::Pattern>(static_cast<int>(inst.scalars.at("pattern")));
-    const sparse::Csr a = sparse::generate(pattern, M, K, nnz, mix64(seed ^ (0x5ba75eull + trial)));
-    auto& rp = inst.tensors[kRowPtr];
-    auto& ci = inst.tensors[kColIdx];
-    for (std::int64_t r = 0; r <= M; ++r) rp[r] = static_cast<double>(a.row_ptr[r]);
-    std::fill(ci.begin(), ci.end(), 0.0);
-    for (std::int64_t p = 0; p < a.nnz(); ++p) ci[p] = static_cast<double>(a.col_idx[p]);
-    std::int64_t first_row = 0;
-    while (first_row < M && a.row_ptr[first_row + 1] == 0) ++first_row;
-    if (a.nnz() > 0) ensure_nonzero_product(inst, first_row, a.col_idx[0]);
-  }
-
-  // A structure change that stays valid: a row boundary moved by one (its entry changes rows)
-  // where the moved column is new to its row, or a column index moved to a column its row lacks;
-  // otherwise a data input moves instead.
-  void perturb(Instance& inst, std::size_t t, std::size_t i) const override {
-    if (t != kRowPtr && t != kColIdx) return perturb_data(inst, t, i);
-    const std::int64_t M = inst.sizes.at("M"), K = inst.sizes.at("K");
-    auto& rp = inst.tensors[kRowPtr];
-    auto& ci = inst.tensors[kColIdx];
-    const auto nnz = static_cast<std::int64_t>(rp[M]);
-    auto in_row = [&](std::int64_t r, double c) {
-      for (auto p = static_cast<std::int64_t>(rp[r]); p < rp[r + 1]; ++p)
-        if (ci[p] == c) return true;
-      return false;
-    };
-    if (t == kRowPtr) {
-      for (std::int64_t k = 0; k < M - 1; ++k) {
-        const std::int64_t r = 1 + (static_cast<std::int64_t>(i) + k) % (M - 1);
-        const auto at = static_cast<std::int64_t>(rp[r]);
-        if (rp[r - 1] < at && !in_row(r, ci[at - 1])) return void(rp[r] = at - 1);  // last of r-1 joins r
-        if (at < rp[r + 1] && !in_row(r - 1, ci[at])) return void(rp[r] = at + 1);  // first of r joins r-1
-      }
-    } else if (nnz > 0) {
-      const auto p = static_cast<std::int64_t>(i) % nnz;
-      const auto r = static_cast<std::int64_t>(std::upper_bound(rp.begin(), rp.begin() + M + 1, static_cast<double>(p)) - rp.begin()) - 1;
-      for (std::int64_t k = 1; k < K; ++k) {
-        const double c = static_cast<double>((static_cast<std::int64_t>(ci[p]) + k) % K);
-        if (!in_row(r, c)) return void(ci[p] = c);
-      }
-    }
-    perturb_data(inst, kColIdx + 1, i);
-  }
-
-  // Spmm's B and sddmm's B: (K, width).
-  double bytes_structure(const Sizes& s) const {
-    return (static_cast<double>(s.at("M")) + 1 + 2.0 * static_cast<double>(s.at("NNZ"))) * 4;
-  }
-
- protected:
-  [[nodiscard]] virtual std::string width_name() const = 0;
-  // Makes an element of the data inputs nonzero where it meets the first nonzero (column c).
-  virtual void ensure_nonzero_product(Instance& inst, std::int64_t r, std::int64_t c) const = 0;
-  // A data tensor's element changed; structure perturbations fall back to tensor t here.
-  void perturb_data(Instance& inst, std::size_t t, std::size_t i) const {
-    const std::int64_t M = inst.sizes.at("M");
-    const auto used = static_cast<std::size_t>(inst.tensors[kRowPtr][M]);
-    // an unused values entry changes nothing: move a used one instead
-    if (values_tensor() == static_cast<int>(t) && used > 0) i %= used;
-    Problem::perturb(inst, t, i % inst.tensors[t].size());
-  }
-  [[nodiscard]] virtual int values_tensor() const { return -1; }
-  void check_structure(const Instance& in) const {
-    sparse::validate_csr(name(), in.tensors[kRowPtr].data(), in.tensors[kColIdx].data(), in.sizes.at("M"),
-                         in.sizes.at("K"), in.sizes.at("NNZ"));
-  }
-};
+using sparse_family::SparseProblem;
+constexpr int kRowPtr = sparse_family::kPtr, kColIdx = sparse_family::kIdx;
 
 // ---- spmm -------------------------------------------------------------------------------------
 enum { kSpmmValues = 2, kSpmmB, kSpmmC };
@@ -215,7 +122,7 @@ class Spmm final : public SparseProblem {
   }
 
  protected:
-  std::string width_name() const override { return "N"; }
+  std::vector<std::string> width_names() const override { return {"N"}; }
   int values_tensor() const override { return kSpmmValues; }
   void ensure_nonzero_product(Instance& in, std::int64_t, std::int64_t c) const override {
     auto& v = in.tensors[kSpmmValues];
@@ -276,7 +183,7 @@ class Sddmm final : public SparseProblem {
   double flops(const Sizes& s) const override { return 2.0 * s.at("NNZ") * s.at("D"); }
   // The pattern, A and B once, out written once.
   double bytes(const Sizes& s, DType t) const override {
-    return bytes_structure(s) - 4.0 * s.at("NNZ") +
+    return bytes_structure(s, false) +
            (static_cast<double>(s.at("M") + s.at("K")) * s.at("D") + s.at("NNZ")) * dtype_size(t);
   }
   std::vector<std::string> kernel_specs() const override {
@@ -284,7 +191,7 @@ class Sddmm final : public SparseProblem {
   }
 
  protected:
-  std::string width_name() const override { return "D"; }
+  std::vector<std::string> width_names() const override { return {"D"}; }
   void ensure_nonzero_product(Instance& in, std::int64_t r, std::int64_t c) const override {
     auto& a = in.tensors[kSddmmA][r * in.sizes.at("D")];
     auto& b = in.tensors[kSddmmB][c * in.sizes.at("D")];
@@ -297,5 +204,8 @@ class Sddmm final : public SparseProblem {
 
 std::shared_ptr<Problem> make_spmm_problem() { return std::make_shared<Spmm>(); }
 std::shared_ptr<Problem> make_sddmm_problem() { return std::make_shared<Sddmm>(); }
+std::shared_ptr<Problem> make_fusedmm_problem() { return std::make_shared<sparse_family::Fusedmm>(); }
+std::shared_ptr<Problem> make_spmspv_problem() { return std::make_shared<sparse_family::Spmspv>(); }
+std::shared_ptr<Problem> make_gnn_aggregate_problem() { return std::make_shared<sparse_family::GnnAggregate>(); }
 
 }  // namespace kforge

@@ -11,6 +11,12 @@
 namespace kforge::sparse {
 namespace {
 
+// An index as written: "7", not "7.000000"; a fraction or a non-finite value as it is.
+std::string number(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e18) return std::to_string(static_cast<std::int64_t>(v));
+  return std::to_string(v);
+}
+
 std::string cell(std::int64_t r, std::int64_t c) {
   return "(" + std::to_string(r) + ", " + std::to_string(c) + ")";
 }
@@ -152,22 +158,48 @@ std::vector<double> to_dense(const Csr& a) {
   return d;
 }
 
+Csr transpose(const Csr& a) {
+  Coo t = to_coo(a);
+  std::swap(t.row, t.col);
+  std::swap(t.rows, t.cols);
+  return to_csr(t);
+}
+
+void validate_sparse_vector(const std::string& what, const std::string& name, const double* idx, std::int64_t n,
+                            std::int64_t length) {
+  for (std::int64_t q = 0; q < n; ++q) {
+    const double v = idx[q];
+    const std::string at = name + "[" + std::to_string(q) + "]=" + number(v);
+    if (!std::isfinite(v) || v != std::floor(v) || v < 0 || v >= static_cast<double>(length))
+      throw UsageError(what + ": " + at + " is not an index in [0, " + std::to_string(length) + ")");
+    if (q > 0 && v <= idx[q - 1])
+      throw UsageError(what + ": " + at + " is not greater than " + name + "[" + std::to_string(q - 1) + "]=" +
+                       number(idx[q - 1]) +
+                       ": a sparse vector's indices must ascend strictly (sort them; sum duplicates into one entry)");
+  }
+}
+
+std::vector<std::int64_t> sample_indices(std::int64_t range, std::int64_t n, std::uint64_t seed) {
+  if (n < 0 || n > range) throw UsageError("sparse::sample_indices: n must be in [0, range]");
+  return sample(range, n, seed, 0x5c00);
+}
+
 void validate_csr(const std::string& what, const double* row_ptr, const double* col_idx, std::int64_t rows,
-                  std::int64_t cols, std::int64_t nnz_cap) {
+                  std::int64_t cols, std::int64_t nnz_cap, bool csc, bool ascending) {
   auto fail = [&](const std::string& msg) { throw UsageError(what + ": " + msg); };
   auto integer = [](double v) { return std::isfinite(v) && v == std::floor(v); };
-  if (row_ptr[0] != 0) fail("row_ptr[0]=" + std::to_string(row_ptr[0]) + " must be 0 (a CSR row pointer starts at 0)");
+  const std::string ptr = csc ? "col_ptr" : "row_ptr", idx = csc ? "row_idx" : "col_idx";
+  const std::string line = csc ? "column" : "row", index = csc ? "row" : "column";
+  if (row_ptr[0] != 0) fail(ptr + "[0]=" + number(row_ptr[0]) + " must be 0 (a compressed pointer starts at 0)");
   for (std::int64_t r = 0; r < rows; ++r) {
     const double a = row_ptr[r], b = row_ptr[r + 1];
-    if (!integer(b))
-      fail("row_ptr[" + std::to_string(r + 1) + "]=" + std::to_string(b) + " is not an integer index");
+    const std::string at = ptr + "[" + std::to_string(r + 1) + "]=" + number(b);
+    if (!integer(b)) fail(at + " is not an integer index");
     if (b < a)
-      fail("row_ptr[" + std::to_string(r + 1) + "]=" + std::to_string(static_cast<std::int64_t>(b)) +
-           " is less than row_ptr[" + std::to_string(r) + "]=" + std::to_string(static_cast<std::int64_t>(a)) +
-           ": a row pointer must not decrease (row " + std::to_string(r) + " would have a negative length)");
+      fail(at + " is less than " + ptr + "[" + std::to_string(r) + "]=" + number(a) + ": a " + line +
+           " pointer must not decrease (" + line + " " + std::to_string(r) + " would have a negative length)");
     if (b > static_cast<double>(nnz_cap))
-      fail("row_ptr[" + std::to_string(r + 1) + "]=" + std::to_string(static_cast<std::int64_t>(b)) +
-           " exceeds NNZ=" + std::to_string(nnz_cap) + " (the length of col_idx and values); raise NNZ");
+      fail(at + " exceeds NNZ=" + std::to_string(nnz_cap) + " (the length of " + idx + " and values); raise NNZ");
   }
   std::vector<std::int64_t> seen;
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -176,16 +208,19 @@ void validate_csr(const std::string& what, const double* row_ptr, const double* 
     for (std::int64_t p = p0; p < p1; ++p) {
       const double c = col_idx[p];
       if (!integer(c) || c < 0 || c >= static_cast<double>(cols))
-        fail("col_idx[" + std::to_string(p) + "]=" + std::to_string(c) + " (row " + std::to_string(r) +
-             ") is not a column index in [0, " + std::to_string(cols) + ")");
+        fail(idx + "[" + std::to_string(p) + "]=" + number(c) + " (" + line + " " + std::to_string(r) +
+             ") is not a " + index + " index in [0, " + std::to_string(cols) + ")");
+      if (ascending && p > p0 && c <= col_idx[p - 1])
+        fail(idx + "[" + std::to_string(p) + "]=" + number(c) + " is not greater than " + idx + "[" +
+             std::to_string(p - 1) + "]=" + number(col_idx[p - 1]) + " (" + line + " " + std::to_string(r) + "): " +
+             what + " needs each " + line + "'s " + index + " indices ascending; sort them");
       seen.push_back(static_cast<std::int64_t>(c));
     }
     std::sort(seen.begin(), seen.end());
     const auto dup = std::adjacent_find(seen.begin(), seen.end());
     if (dup != seen.end())
-      fail("row " + std::to_string(r) + " holds column " + std::to_string(*dup) +
-           " twice (col_idx[" + std::to_string(p0) + ".." + std::to_string(p1 - 1) +
-           "]): duplicate indices are refused; sum them into one entry");
+      fail(line + " " + std::to_string(r) + " holds " + index + " " + std::to_string(*dup) + " twice (" + idx + "[" +
+           std::to_string(p0) + ".." + std::to_string(p1 - 1) + "]): duplicate indices are refused; sum them into one entry");
   }
 }
 

@@ -1,0 +1,78 @@
+// One timed spmm or sddmm on the cpu backend, in a process of its own, for
+// bench/spmm_vs_scipy.py: the library kernel at its default parameters on the problem's own
+// instance (uniform pattern, normal inputs, the seed given), one warm-up launch, then `reps`
+// timed launches. With --dump DIR it writes each tensor and the kernel's output as raw float32
+// (DIR/<tensor name>.f32), so the peer computes on the very same matrix and checks against
+// kforge's result. Prints one JSON line: seconds (each launch), median_s, sol_fraction (cached
+// ceilings), the kernel parameters.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "kforge/measure.hpp"
+#include "sparse_bench.hpp"
+
+using namespace kforge;
+
+int main(int argc, char** argv) {
+  CLI::App app{"one timed spmm or sddmm (cpu backend), for bench/spmm_vs_scipy.py"};
+  std::string problem = "spmm", dump;
+  std::int64_t m = 1024, k = 1024, w = 64, nnz = 104858;
+  int reps = 5, threads = 0;
+  std::uint64_t seed = 0x5eed;
+  app.add_option("--problem", problem, "spmm or sddmm")->check(CLI::IsMember({"spmm", "sddmm"}));
+  app.add_option("--m", m, "rows of A");
+  app.add_option("--k", k, "columns of A");
+  app.add_option("--w", w, "the dense width: spmm's N, sddmm's D");
+  app.add_option("--nnz", nnz, "nonzeros");
+  app.add_option("--reps", reps, "timed launches");
+  app.add_option("--threads", threads, "cpu threads (0: all cores)");
+  app.add_option("--seed", seed, "the instance's seed");
+  app.add_option("--dump", dump, "a folder to write the tensors and the output to, as raw float32");
+  CLI11_PARSE(app, argc, argv);
+
+  const auto p = find_problem(problem);
+  const std::string width = problem == "spmm" ? "N" : "D";
+  const Sizes sizes = p->resolve_sizes({{"M", m}, {"K", k}, {width, w}, {"NNZ", nnz}});
+  p->check_sizes(sizes);
+  const Scalars uniform{{"pattern", 0}};
+  auto backend = make_backend("cpu", {.threads = threads});
+  const Instance in = p->make_instance(sizes, DType::fp32, Distribution::normal, seed, 1, uniform);
+  const auto kernel = bench::prepare(*backend, *p, sizes);
+  const auto specs = p->tensors();
+  std::vector<std::unique_ptr<Buffer>> bufs;
+  std::vector<Arg> args;
+  for (std::size_t t = 0; t < specs.size(); ++t) {
+    bufs.push_back(bench::upload(*backend, specs[t].role == Role::in ? in.tensors[t] : std::vector<double>{},
+                                 static_cast<std::size_t>(p->tensor_elements(t, sizes))));
+    args.push_back(Arg::buf(*bufs.back()));
+  }
+  for (const auto& n : p->size_names()) args.push_back(Arg::i(static_cast<std::int32_t>(sizes.at(n))));
+  args.push_back(Arg::f(0.0f));  // pattern, unread by the kernel
+
+  kernel(args);
+  std::vector<double> seconds;
+  for (int r = 0; r < reps; ++r) seconds.push_back(kernel(args));
+
+  if (!dump.empty()) {
+    std::filesystem::create_directories(dump);
+    for (std::size_t t = 0; t < specs.size(); ++t) {
+      const auto n = static_cast<std::size_t>(p->tensor_elements(t, sizes));
+      const auto f = bench::download(*backend, *bufs[t], n);
+      std::ofstream(dump + "/" + specs[t].name + ".f32", std::ios::binary)
+          .write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(n * sizeof(float)));
+    }
+  }
+  const double median = median_of(seconds);
+  const Ceilings c = ceilings(*backend);
+  const Roofline roof = roofline(c, DType::fp32, p->flops(sizes), p->bytes(sizes, DType::fp32), median);
+  nlohmann::json out{{"problem", problem}, {"sizes", sizes},          {"seconds", seconds},
+                     {"median_s", median}, {"sol_fraction", roof.sol_fraction}, {"params", kernel.params_text()},
+                     {"device", backend->device()}};
+  fmt::print("{}\n", out.dump());
+  return 0;
+}
