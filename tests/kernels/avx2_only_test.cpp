@@ -55,6 +55,11 @@ const Case kCases[] = {
 const std::set<std::string> kDenseProblems = {"gemm", "conv2d", "attention", "attention.causal",
                                               "moe_grouped_gemm"};
 
+// x86-64-v3 code runs only on a CPU that has AVX2, FMA and F16C (any x86-64 CI runner since 2015).
+bool can_run_x86_64_v3() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+
 test::CommandResult verify_for_avx2(const std::string& args) {
   return test::run_command(std::string("KFORGE_CPU_MARCH=") + kMarch + " '" + KFORGE_CLI_PATH +
                            "' verify " + args + " --backend cpu --quick --json");
@@ -78,6 +83,7 @@ TEST(Avx2Only, EveryDenseCpuKernelHasACase) {
 class Avx2OnlyKernel : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Avx2OnlyKernel, VerifiesCompiledWithoutAvx512) {
+  if (!can_run_x86_64_v3()) GTEST_SKIP() << "this CPU cannot run x86-64-v3 code";
   const Case& c = GetParam();
   std::string args = std::string(c.problem) + " --size " + c.sizes + " --dtype " + c.dtype;
   if (*c.params) args += std::string(" --params ") + c.params;
@@ -115,6 +121,7 @@ TEST(Avx2Only, GemmBf16OnAvx512WithoutBf16) {
 // The long form: every other library problem's cpu kernel, at its default sizes.
 TEST(Avx2Only, EveryOtherLibraryCpuKernelWhenAsked) {
   const char* all = std::getenv("KFORGE_AVX2_ALL");
+  if (!can_run_x86_64_v3()) GTEST_SKIP() << "this CPU cannot run x86-64-v3 code";
   if (!all || std::string(all) != "1") GTEST_SKIP() << "set KFORGE_AVX2_ALL=1 to verify every library cpu kernel";
   for (const auto& p : problems()) {
     if (kDenseProblems.count(p->name())) continue;
