@@ -21,17 +21,22 @@
 //   VW     SIMD width in floats: 8 (AVX2), 16 (AVX-512), 0 = the widest the compiler targets
 //   ROWS   rows per block
 //   COLS   columns per block (a multiple of 16)
-//   NT     1: non-temporal stores of Y (where aligned), 0: plain stores
+//   NT     1: non-temporal stores of Y (where aligned, when Y is 1 MiB or more), 0: plain stores
 //   PF     prefetch X this many elements ahead of the loads (0: leave it to the hardware)
 // The vector helpers (kf_vf, kf_load, kf_store_nt, kf_exp, ...) are the cpu prelude's.
 typedef kf_vf vf;
 typedef kf_storage T;
 
-// Whole vectors of Y: streamed past the cache with NT = 1.
-static inline void put_v(T* p, vf v) {
-  if constexpr (NT) kf_store_nt(p, v);
+// Whole vectors of Y: streamed past the cache with NT = 1 when Y is large (`stream`).
+static inline void put_v(T* p, vf v, bool stream) {
+  if (NT && stream) kf_store_nt(p, v);
   else kf_store(p, v);
 }
+
+// Streaming stores pay off only for an output that would leave the caches anyway: a small Y
+// (4 KiB) written past the cache, then fenced, took 3x the plain loop's time, and whoever reads
+// it next wants it in the cache. Below 1 MiB (this CPU's L2 per core) Y is stored plainly.
+constexpr long long kStreamMinBytes = 1 << 20;
 
 // GELU(z) = z Phi(z) = max(z, 0) - |z| h, h = erfc(|z|/sqrt 2) / 2 (z < 0: z h; z >= 0:
 // z (1 - h), one FMA): no compare and no blend. erfc(t), t >= 0, by A&S 7.1.26 with the 1/2
@@ -98,6 +103,7 @@ static void act_block(const kf_ctx& ctx, const T* X, const T* B, T* Y, int M, in
   const long long c0 = ctx.block_idx.x * (long long)COLS, r0 = ctx.block_idx.y * (long long)ROWS;
   const long long c1 = c0 + COLS < N ? c0 + COLS : N;
   const bool bias = with_bias != 0.0f;
+  const bool stream = (long long)M * N * (long long)sizeof(T) >= kStreamMinBytes;
   for (long long i = r0; i < r0 + ROWS && i < M; ++i) {
     const T* x = X + i * N;
     T* y = Y + i * N;
@@ -106,7 +112,7 @@ static void act_block(const kf_ctx& ctx, const T* X, const T* B, T* Y, int M, in
       if constexpr (PF > 0) __builtin_prefetch(x + j + PF);
       vf z = kf_load(x + j);
       if (bias) z += kf_load(B + j);
-      put_v(y + j, act<F>(z, slope));
+      put_v(y + j, act<F>(z, slope), stream);
     }
     if (j < c1) {
       const int n = (int)(c1 - j);
@@ -115,7 +121,7 @@ static void act_block(const kf_ctx& ctx, const T* X, const T* B, T* Y, int M, in
       kf_store_part(y + j, n, act<F>(z, slope));
     }
   }
-  kf_fence();
+  if (NT && stream) kf_fence();
 }
 
 #define KF_ACTIVATION(name, F)                                                               \

@@ -78,11 +78,7 @@ static void stage_filters(const T* w, int K, int crs, float* wt) {
 static inline void store_vec(T* p, vf v) {
 #if NT && !defined(KF_DTYPE_FP16) && !defined(KF_DTYPE_BF16)
   if (((std::uintptr_t)p & (VW * 4 - 1)) == 0) {
-#if VW == 16
-    _mm512_stream_ps(p, (__m512)v);
-#else
-    _mm256_stream_ps(p, (__m256)v);
-#endif
+    kf_stream(p, v);  // the prelude's: 512 bits as two 256-bit streams without AVX-512
     return;
   }
 #endif

@@ -10,6 +10,17 @@
 //   MC, NC   the block's tile of C (kept in L2 / L3)
 //   KC       reduction slice (A panel MR*KC and B panel KC*NR stay in L1/L2)
 //   UNROLL   unroll factor of the micro-kernel's k loop
+//
+// bf16 where the CPU has AVX-512 BF16 (vdpbf16ps: acc += a0*b0 + a1*b1 per fp32 lane, on pairs
+// of bf16): the panels keep bf16 and interleave each pair of k (Bq[panel][k/2][NR] and
+// Aq[panel][k/2][MR], 32 bits per pair), the micro-kernel does one dot-product instruction per
+// accumulator and pair, and the partial sums stay fp32 until C is rounded once. Twice the fp32
+// FMA's work per instruction, half the bytes packed. The instruction treats subnormal inputs and
+// results as zero (DAZ, FTZ: Intel's definition, whatever MXCSR says), which the error bound
+// does not allow where products fall below fp32's normal range, so a KC-slice whose smallest
+// possible product could (packing reads every exponent) takes the exact fp32 path instead.
+// Without AVX-512 BF16 (-march=x86-64-v3, or an AVX-512 CPU before Cooper Lake / Zen 4) bf16
+// always takes the fp32 path.
 #include <cstdlib>
 #include <cstring>
 
@@ -33,17 +44,22 @@ static inline T from_f32(float f) { return kf_from_f32(f); }
 typedef float vf __attribute__((vector_size(VW * 4)));
 typedef float vf_unaligned __attribute__((vector_size(VW * 4), aligned(4)));
 
+#if defined(KF_DTYPE_BF16) && defined(__AVX512BF16__) && (VW == 16 || (VW == 8 && defined(__AVX512VL__)))
+#define KF_BF16_DOT 1
+#include <immintrin.h>  // only here: it costs every other kernel's compile half a second
+#endif
+
 // 16-bit C cannot carry partial sums between KC-slices (each store would round them to 8 or 11
 // bits): they stay in an fp32 tile of the block and C is written once, at the end.
 #if defined(KF_DTYPE_FP16) || defined(KF_DTYPE_BF16)
 #define KF_WIDE_PARTIALS 1
 #endif
 
-// Per-thread scratch (0: B panels, 1: A panels, 2: fp32 partial sums), allocated once per thread
-// at the largest size used.
+// Per-thread scratch (0: B panels, 1: A panels, 2: fp32 partial sums, 3 and 4: the bf16 pair
+// panels of B and A), allocated once per thread at the largest size used.
 static float* scratch(int which, long long floats) {
-  static thread_local float* buf[3] = {nullptr, nullptr, nullptr};
-  static thread_local long long cap[3] = {0, 0, 0};
+  static thread_local float* buf[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
+  static thread_local long long cap[5] = {0, 0, 0, 0, 0};
   if (cap[which] < floats) {
     std::free(buf[which]);
     buf[which] = static_cast<float*>(std::aligned_alloc(64, ((floats * 4 + 63) / 64) * 64));
@@ -101,6 +117,114 @@ static inline void micro_kernel(int kc, const float* __restrict a, const float* 
   }
 }
 
+#ifdef KF_BF16_DOT
+typedef unsigned vu32 __attribute__((vector_size(VW * 4)));                  // VW pairs of bf16
+typedef unsigned short vu16 __attribute__((vector_size(VW * 2)));
+typedef unsigned short vu16_unaligned __attribute__((vector_size(VW * 2), aligned(2)));
+
+// The smallest product the dot path may meet: below 2^-102 a flushed partial sum could exceed
+// the error bound (n flushes of < 2^-126 each against gamma_n * |a*b| >= n * 2^-24 * 2^-102).
+// In biased exponents: e_a + e_b - 254 >= -102.
+constexpr unsigned kDotMinExponentSum = 152;
+
+// A key per bf16 whose minimum is 128 x the smallest biased exponent among the nonzero values:
+// a subnormal's exponent field is 0, a zero counts as the largest (nothing of it can be lost).
+static inline unsigned short exponent_key(unsigned short x) {
+  return (x & 0x7fff) == 0 ? 0x7f80 : (x & 0x7f80);
+}
+static inline vu16 exponent_keys(vu16 x) {
+  return (x & 0x7fff) == 0 ? (vu16{} + 0x7f80) : (x & 0x7f80);
+}
+
+// acc += a0*b0 + a1*b1 lane by lane, in fp32, one instruction.
+static inline vf dot2(vf acc, vu32 a, vu32 b) {
+#if VW == 16
+  return (vf)_mm512_dpbf16_ps((__m512)acc, (__m512bh)a, (__m512bh)b);
+#else
+  return (vf)_mm256_dpbf16_ps((__m256)acc, (__m256bh)a, (__m256bh)b);
+#endif
+}
+
+// B[k0:k0+kc, n0:n0+nc] -> Bq[panel][k/2][NR]: element j of a pair row holds B[k][j] in its low
+// half and B[k+1][j] in its high half (0 past K and past N). Returns the smallest exponent key.
+static unsigned pack_b_dot(const T* B, int N, int k0, int kc, int n0, int nc, unsigned* Bq) {
+  const int kp = (kc + 1) / 2;
+  vu16 lo = vu16{} + 0x7f80;
+  unsigned short lo_tail = 0x7f80;
+  for (int j0 = 0; j0 < nc; j0 += NR) {
+    unsigned* dst = Bq + (long long)(j0 / NR) * kp * NR;
+    const int w = nc - j0 < NR ? nc - j0 : NR;
+    for (int p = 0; p < kp; ++p) {
+      const T* r0 = B + (long long)(k0 + 2 * p) * N + n0 + j0;
+      const bool pair = 2 * p + 1 < kc;  // an odd slice's last k has no partner: 0
+      unsigned* d = dst + (long long)p * NR;
+      int j = 0;
+      for (; j + VW <= w; j += VW) {
+        const vu16 x0 = *(const vu16_unaligned*)(r0 + j);
+        const vu16 x1 = pair ? *(const vu16_unaligned*)(r0 + N + j) : vu16{};
+        *(vu32*)(d + j) = __builtin_convertvector(x0, vu32) | __builtin_convertvector(x1, vu32) << 16;
+        const vu16 k = exponent_keys(x0) < exponent_keys(x1) ? exponent_keys(x0) : exponent_keys(x1);
+        lo = k < lo ? k : lo;
+      }
+      for (; j < w; ++j) {
+        const unsigned short x0 = r0[j], x1 = pair ? r0[N + j] : 0;
+        d[j] = x0 | (unsigned)x1 << 16;
+        const unsigned short k = exponent_key(x0) < exponent_key(x1) ? exponent_key(x0) : exponent_key(x1);
+        lo_tail = k < lo_tail ? k : lo_tail;
+      }
+      for (; j < NR; ++j) d[j] = 0;
+    }
+  }
+  for (int e = 0; e < VW; ++e) lo_tail = lo[e] < lo_tail ? lo[e] : lo_tail;
+  return lo_tail;
+}
+
+// A[m0:m0+mc, k0:k0+kc] -> Aq[panel][k/2][MR]: A[i][k] and A[i][k+1], adjacent in memory, as one
+// 32-bit pair (0 past K and past M). Returns the smallest exponent key.
+static unsigned pack_a_dot(const T* A, int K, int m0, int mc, int k0, int kc, unsigned* Aq) {
+  const int kp = (kc + 1) / 2;
+  unsigned short lo = 0x7f80;
+  for (int i0 = 0; i0 < mc; i0 += MR) {
+    unsigned* dst = Aq + (long long)(i0 / MR) * kp * MR;
+    const int h = mc - i0 < MR ? mc - i0 : MR;
+    for (int i = 0; i < h; ++i) {
+      const T* src = A + (long long)(m0 + i0 + i) * K + k0;
+      for (int p = 0; p < kp; ++p) {
+        const unsigned short x0 = src[2 * p], x1 = 2 * p + 1 < kc ? src[2 * p + 1] : 0;
+        dst[p * MR + i] = x0 | (unsigned)x1 << 16;
+        const unsigned short k = exponent_key(x0) < exponent_key(x1) ? exponent_key(x0) : exponent_key(x1);
+        lo = k < lo ? k : lo;
+      }
+    }
+    for (int i = h; i < MR; ++i)
+      for (int p = 0; p < kp; ++p) dst[p * MR + i] = 0;
+  }
+  return lo;
+}
+
+// acc = Aq panel (kp pairs x MR) times Bq panel (kp pairs x NR): per pair of k, NV loads of b and
+// per row one broadcast of its two a values, then one dot-product instruction per accumulator.
+static inline void micro_kernel_dot(int kp, const unsigned* __restrict a, const unsigned* __restrict b,
+                                    vf acc[MR][NV]) {
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[i][v] = vf{};
+  KF_UNROLL(UNROLL)
+  for (int k = 0; k < kp; ++k) {
+    vu32 bv[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) bv[v] = *(const vu32*)(b + k * NR + v * VW);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const vu32 ai = vu32{} + a[k * MR + i];
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[i][v] = dot2(acc[i][v], ai, bv[v]);
+    }
+  }
+}
+#endif
+
 #ifndef KF_WIDE_PARTIALS
 // C tile (rows x cols at C) = first ? alpha*acc + beta*C : C + alpha*acc. With beta == 0 the old
 // C is never read (it may hold anything, even NaN).
@@ -124,6 +248,14 @@ static inline void store_tile(T* C, int N, int rows, int cols, vf acc[MR][NV], f
 #else
 // Partial sums (rows x cols at P, leading dimension ld) = first ? acc : P + acc.
 static inline void add_partials(float* P, int ld, int rows, int cols, vf acc[MR][NV], bool first) {
+  if (cols == NR) {  // whole vectors
+    for (int i = 0; i < rows; ++i)
+      for (int v = 0; v < NV; ++v) {
+        vf_unaligned* p = (vf_unaligned*)(P + (long long)i * ld + v * VW);
+        *p = first ? acc[i][v] : *p + acc[i][v];
+      }
+    return;
+  }
   for (int i = 0; i < rows; ++i) {
     const float* row = (const float*)&acc[i][0];
     float* p = P + (long long)i * ld;
@@ -131,14 +263,24 @@ static inline void add_partials(float* P, int ld, int rows, int cols, vf acc[MR]
   }
 }
 
-// C block = alpha*P + beta*C, rounded once to 16 bits; C is not read when beta == 0.
+// C block = alpha*P + beta*C, rounded once to 16 bits; C is not read when beta == 0. Whole
+// vectors through the prelude's kf_load / kf_store (the same rounding as kf_from_f32).
+typedef float wide_unaligned __attribute__((vector_size(KF_VW * 4), aligned(4)));
 static void store_block(T* C, int N, int mc, int nc, const float* P, float alpha, float beta) {
-  for (int i = 0; i < mc; ++i)
-    for (int j = 0; j < nc; ++j) {
-      const float r = alpha * P[(long long)i * nc + j];
-      T* c = C + (long long)i * N + j;
-      *c = from_f32(beta == 0.0f ? r : beta * to_f32(*c) + r);
+  for (int i = 0; i < mc; ++i) {
+    T* c = C + (long long)i * N;
+    const float* p = P + (long long)i * nc;
+    int j = 0;
+    if (beta == 0.0f)
+      for (; j + KF_VW <= nc; j += KF_VW) kf_store(c + j, alpha * *(const wide_unaligned*)(p + j));
+    else
+      for (; j + KF_VW <= nc; j += KF_VW)
+        kf_store(c + j, beta * kf_load(c + j) + alpha * *(const wide_unaligned*)(p + j));
+    for (; j < nc; ++j) {
+      const float r = alpha * p[j];
+      c[j] = from_f32(beta == 0.0f ? r : beta * to_f32(c[j]) + r);
     }
+  }
 }
 #endif
 
@@ -146,14 +288,34 @@ static void gemm_block(const kf_ctx& ctx, const T* A, const T* B, T* C, int M, i
                        float alpha, float beta) {
   const int n0 = (int)ctx.block_idx.x * NC, m0 = (int)ctx.block_idx.y * MC;
   const int nc = N - n0 < NC ? N - n0 : NC, mc = M - m0 < MC ? M - m0 : MC;
-  const int kc_max = K < KC ? K : KC;
-  float* Bp = scratch(0, (long long)kc_max * ((nc + NR - 1) / NR) * NR);
-  float* Ap = scratch(1, (long long)kc_max * ((mc + MR - 1) / MR) * MR);
+  const long long b_panels = (nc + NR - 1) / NR, a_panels = (mc + MR - 1) / MR;
 #ifdef KF_WIDE_PARTIALS
   float* P = scratch(2, (long long)mc * nc);
 #endif
   for (int k0 = 0; k0 < K; k0 += KC) {
     const int kc = K - k0 < KC ? K - k0 : KC;
+#ifdef KF_BF16_DOT
+    {
+      const int kp = (kc + 1) / 2;
+      unsigned* Bq = (unsigned*)scratch(3, kp * b_panels * NR);
+      unsigned* Aq = (unsigned*)scratch(4, kp * a_panels * MR);
+      const unsigned key_b = pack_b_dot(B, N, k0, kc, n0, nc, Bq);
+      const unsigned key_a = pack_a_dot(A, K, m0, mc, k0, kc, Aq);
+      if ((key_a >> 7) + (key_b >> 7) >= kDotMinExponentSum) {
+        for (int j0 = 0; j0 < nc; j0 += NR)
+          for (int i0 = 0; i0 < mc; i0 += MR) {
+            vf acc[MR][NV];
+            micro_kernel_dot(kp, Aq + (long long)(i0 / MR) * kp * MR, Bq + (long long)(j0 / NR) * kp * NR, acc);
+            const int rows = mc - i0 < MR ? mc - i0 : MR, cols = nc - j0 < NR ? nc - j0 : NR;
+            add_partials(P + (long long)i0 * nc + j0, nc, rows, cols, acc, k0 == 0);
+          }
+        continue;
+      }
+      // else: products could fall below fp32's normal range; this slice goes the exact way
+    }
+#endif
+    float* Bp = scratch(0, kc * b_panels * NR);
+    float* Ap = scratch(1, kc * a_panels * MR);
     pack_b(B, N, k0, kc, n0, nc, Bp);
     pack_a(A, K, m0, mc, k0, kc, Ap);
     for (int j0 = 0; j0 < nc; j0 += NR) {

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -24,8 +26,9 @@
 namespace kforge {
 namespace {
 
-constexpr const char* kFlags[] = {"-O3", "-march=native", "-std=c++20", "-fPIC", "-shared",
-                                  "-fno-math-errno", "-fvisibility=hidden"};
+// -march comes apart (cpu_march): the instruction set is a choice, native by default.
+constexpr const char* kFlags[] = {"-O3", "-std=c++20", "-fPIC", "-shared", "-fno-math-errno",
+                                  "-fvisibility=hidden"};
 
 using Entry = void (*)(const void* ctx, void* const* args);
 
@@ -86,6 +89,39 @@ std::string read_cpu_model() {
   return "unknown CPU";
 }
 
+// The instruction set kernels are compiled for: $KFORGE_CPU_MARCH (a -march name such as
+// x86-64-v3, haswell or znver3: for a deployment machine older than this one, or to prove that
+// every kernel still works without AVX-512), else "native". Checked once per process with the
+// compiler itself, so a misspelt name is a usage error naming the variable, not a compile
+// error in every kernel.
+std::string cpu_march() {
+  const char* env = std::getenv("KFORGE_CPU_MARCH");
+  const std::string march = env && *env ? trim(env) : "native";
+  if (march == "native") return march;
+  static std::mutex mutex;
+  static std::map<std::string, std::string> checked;  // march -> "" (usable) or why not
+  std::lock_guard lock(mutex);
+  auto it = checked.find(march);
+  if (it == checked.end()) {
+    std::string why;
+    if (march.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.+") !=
+        std::string::npos) {
+      why = "it is not a -march name";
+    } else {  // the compiler's own verdict, on an empty translation unit
+      const ProcessResult r = run_process({compiler(), "-march=" + march, "-x", "c++", "-E", "-o", "/dev/null", "/dev/null"},
+                                          {}, {.timeout_s = 60});
+      // Its first line ("bad value ... for '-march=' switch"), without the list of every name.
+      if (!r.ok()) why = "the compiler refuses it: " + trim(r.err.substr(0, r.err.find('\n')));
+    }
+    it = checked.emplace(march, why).first;
+  }
+  if (!it->second.empty())
+    throw UsageError("KFORGE_CPU_MARCH='" + march + "': " + it->second +
+                     ". Set it to a -march name the compiler knows (x86-64-v3 for AVX2 without AVX-512, "
+                     "x86-64-v4, haswell, znver3, ...) or unset it for native");
+  return march;
+}
+
 // Read once: the sandboxed worker cannot open /proc/cpuinfo, and the name names the cached ceilings.
 std::string cpu_model() {
   static const std::string model = read_cpu_model();
@@ -96,11 +132,15 @@ class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const BackendOptions& o)
       : threads_(o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
+        march_(cpu_march()),
         pool_(std::make_unique<cpu::ThreadPool>(threads_)) {}
 
   std::string name() const override { return "cpu"; }
   std::string device() const override {
-    return cpu_model() + " (" + std::to_string(threads_) + " threads)";
+    // A chosen instruction set is part of the device: its results, its ceilings (the micro-
+    // benchmarks are compiled the same way) and its stored figures are kept apart from native's.
+    const std::string isa = march_ == "native" ? "" : ", -march=" + march_;
+    return cpu_model() + " (" + std::to_string(threads_) + " threads" + isa + ")";
   }
   Lang lang() const override { return Lang::cpp; }
   bool can_run() const override { return true; }
@@ -115,7 +155,7 @@ class CpuBackend final : public Backend {
 
   std::shared_ptr<Module> compile(const std::string& source, const std::string& entry,
                                   const Defines& defines, const std::string& /*source_name*/) override {
-    std::vector<std::string> argv{compiler()};
+    std::vector<std::string> argv{compiler(), "-march=" + march_};  // in the cache key below
     for (const char* f : kFlags) argv.emplace_back(f);
     for (const auto& [k, v] : defines) argv.push_back("-D" + k + "=" + v);
     std::string key = prelude_text() + '\0' + source;
@@ -152,8 +192,20 @@ class CpuBackend final : public Backend {
 
   double run(Module& mod, const LaunchGeometry& g, std::span<const Arg> args) override {
     auto& m = static_cast<CpuModule&>(mod);
-    std::vector<void*> data_ptrs(args.size());
-    std::vector<void*> argv(args.size());
+    // The arguments' addresses as the prelude's KF_KERNEL reads them: on the stack for the usual
+    // few, so that a launch allocates nothing (a 4 KiB activation's whole launch is ~0.2 us).
+    constexpr std::size_t kInline = 24;
+    void* inline_ptrs[kInline];
+    void* inline_argv[kInline];
+    std::vector<void*> heap_ptrs, heap_argv;
+    void** data_ptrs = inline_ptrs;
+    void** argv = inline_argv;
+    if (args.size() > kInline) {
+      heap_ptrs.resize(args.size());
+      heap_argv.resize(args.size());
+      data_ptrs = heap_ptrs.data();
+      argv = heap_argv.data();
+    }
     for (std::size_t i = 0; i < args.size(); ++i) {
       switch (args[i].kind) {
         case Arg::Kind::buffer:
@@ -170,7 +222,7 @@ class CpuBackend final : public Backend {
     fp_change_.clear();
     std::atomic<bool> fp_changed{false};
     std::mutex fp_mutex;
-    const std::function<void(std::int64_t, int)> body = [&](std::int64_t b, int worker) {
+    const auto block = [&](std::int64_t b, int worker) {
       KfCtx c{{b % g.grid.x, (b / g.grid.x) % g.grid.y, b / (g.grid.x * g.grid.y)},
               {g.grid.x, g.grid.y, g.grid.z},
               {g.block.x, g.block.y, g.block.z},
@@ -179,7 +231,7 @@ class CpuBackend final : public Backend {
       // Per block, on the thread that runs it (the control state is per thread): a few
       // nanoseconds against a block's microseconds at least.
       const cpu::FpControl before = cpu::FpControl::read();
-      entry(&c, argv.data());
+      entry(&c, argv);
       const cpu::FpControl after = cpu::FpControl::read();
       if (after.same_controls(before)) return;
       before.restore();  // the rest of the run (kforge's and the next block's) as it was
@@ -187,6 +239,7 @@ class CpuBackend final : public Backend {
       std::lock_guard lock(fp_mutex);
       fp_change_ = fmt::format("block {} left {} changed", b, after.change_from(before));
     };
+    const std::function<void(std::int64_t, int)> body = std::ref(block);  // held by reference: no allocation
     const auto t0 = std::chrono::steady_clock::now();
     pool_->run(blocks, body);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -217,6 +270,7 @@ class CpuBackend final : public Backend {
 
  private:
   int threads_;  // the ordinary schedule's
+  std::string march_;  // -march= for every kernel: "native" or $KFORGE_CPU_MARCH
   std::unique_ptr<cpu::ThreadPool> pool_;
   std::string fp_change_;  // what the last launch left changed; empty: nothing
 };

@@ -1,6 +1,7 @@
 #include "backend/cpu/thread_pool.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <chrono>
 #include <thread>
 
@@ -37,10 +38,23 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::drain(int worker) {
-  for (std::int64_t b = next_.fetch_add(1); b < blocks_; b = next_.fetch_add(1)) {
+std::int64_t ThreadPool::claim(std::uint64_t generation, std::int64_t blocks) {
+  std::uint64_t t = ticket_.load(std::memory_order_acquire);
+  while (true) {
+    if ((t >> 32) != (generation & 0xffffffffu) || static_cast<std::int64_t>(t & 0xffffffffu) >= blocks) return -1;
+    if (ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel, std::memory_order_acquire))
+      return static_cast<std::int64_t>(t & 0xffffffffu);
+  }
+}
+
+void ThreadPool::drain(int worker, std::uint64_t generation, const Body* body, std::int64_t blocks) {
+  for (std::int64_t b = claim(generation, blocks); b >= 0; b = claim(generation, blocks)) {
     if (delay_seed_ != 0) delay_start(b);
-    (*body_)(b, worker);
+    (*body)(b, worker);
+    if (done_blocks_.fetch_add(1, std::memory_order_acq_rel) + 1 == blocks) {
+      std::lock_guard lock(mutex_);  // the caller may be about to sleep: wake it under the lock
+      done_.notify_one();
+    }
   }
 }
 
@@ -55,13 +69,13 @@ void ThreadPool::delay_start(std::int64_t block) const {
   h *= 0x94d049bb133111ebull;
   h ^= h >> 29;
   if (reverse_) {  // the first 128 blocks: 1.5 ms down to 0 as the index grows, plus jitter
-    const std::int64_t ramp = std::min<std::int64_t>(blocks_, 128);
+    const std::int64_t ramp = std::min<std::int64_t>(blocks_.load(std::memory_order_relaxed), 128);
     if (block < ramp)
       std::this_thread::sleep_for(std::chrono::microseconds((ramp - block) * 1500 / ramp + (h >> 20) % 100));
     else std::this_thread::yield();
     return;
   }
-  const std::uint64_t slots = static_cast<std::uint64_t>(std::max<std::int64_t>(blocks_, 128));
+  const std::uint64_t slots = static_cast<std::uint64_t>(std::max<std::int64_t>(blocks_.load(std::memory_order_relaxed), 128));
   if (h % slots < 128) std::this_thread::sleep_for(std::chrono::microseconds((h >> 20) % 1500));
   else std::this_thread::yield();
 }
@@ -71,21 +85,23 @@ void ThreadPool::run(std::int64_t blocks, const std::function<void(std::int64_t,
     body(0, 0);       // (a whole time slice when the machine is busy) than a small block
     return;
   }
+  if (blocks >= (std::int64_t{1} << 32)) throw std::length_error("a grid of 2^32 blocks or more");
+  std::uint64_t generation;
   {
     std::lock_guard lock(mutex_);  // a sleeping worker checks generation_ under it: no lost wake-up
-    body_ = &body;
-    blocks_ = blocks;
-    next_.store(0);
-    busy_.store(static_cast<int>(workers_.size()));
-    generation_.fetch_add(1, std::memory_order_release);
+    generation = generation_.load() + 1;
+    body_.store(&body, std::memory_order_relaxed);
+    blocks_.store(blocks, std::memory_order_relaxed);
+    done_blocks_.store(0, std::memory_order_relaxed);
+    ticket_.store((generation & 0xffffffffu) << 32, std::memory_order_release);
+    generation_.store(generation, std::memory_order_release);
   }
   wake_.notify_all();
-  drain(0);
-  if (!spin_until([this] { return busy_.load(std::memory_order_acquire) == 0; })) {
+  drain(0, generation, &body, blocks);
+  if (!spin_until([&] { return done_blocks_.load(std::memory_order_acquire) == blocks; })) {
     std::unique_lock lock(mutex_);
-    done_.wait(lock, [this] { return busy_.load() == 0; });
+    done_.wait(lock, [&] { return done_blocks_.load() == blocks; });
   }
-  body_ = nullptr;
 }
 
 void ThreadPool::work(int worker) {
@@ -95,16 +111,18 @@ void ThreadPool::work(int worker) {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return generation_.load() != seen; });
     }
+    const Body* body;
+    std::int64_t blocks;
     {
       std::lock_guard lock(mutex_);  // the grid's fields were written under it
       if (stop_) return;
       seen = generation_.load();
+      body = body_.load(std::memory_order_relaxed);
+      blocks = blocks_.load(std::memory_order_relaxed);
     }
-    drain(worker);
-    if (busy_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard lock(mutex_);  // the caller may be about to sleep: wake it under the lock
-      done_.notify_one();
-    }
+    // If the grid `seen` has already ended, its tickets are gone and this claims nothing (the
+    // body pointer is then never called); if it runs, the grid cannot end before this block.
+    drain(worker, seen, body, blocks);
   }
 }
 

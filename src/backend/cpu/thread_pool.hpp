@@ -12,7 +12,11 @@
 // block) spins for a short while before it sleeps on a condition variable, so back-to-back
 // launches (a timing loop, a tuner) do not pay a futex wake-up and a context switch each: for
 // kernels of a few microseconds that wake-up was most of the time. A grid of one block runs on
-// the calling thread alone.
+// the calling thread alone. A launch ends when its last block is done, not when every worker
+// has woken: blocks are claimed with tickets that carry the grid's generation, so a worker that
+// wakes after its grid has ended claims nothing (before, the caller waited for every worker to
+// wake and find the grid empty, which on a busy machine cost a time slice for a few-microsecond
+// grid that the caller had already run alone).
 //
 // Race probing (verification): with start delays on, each block, once claimed, waits a seeded
 // pseudo-random time before it runs, so the order in which blocks actually run and overlap is
@@ -47,18 +51,23 @@ class ThreadPool {
   }
 
  private:
+  using Body = std::function<void(std::int64_t, int)>;
   void work(int worker);
-  void drain(int worker);
+  void drain(int worker, std::uint64_t generation, const Body* body, std::int64_t blocks);
+  // The next block of grid `generation`, or -1 when it has none left or another grid began.
+  std::int64_t claim(std::uint64_t generation, std::int64_t blocks);
   void delay_start(std::int64_t block) const;
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable wake_, done_;
-  const std::function<void(std::int64_t, int)>* body_ = nullptr;
-  std::int64_t blocks_ = 0;
-  std::atomic<std::int64_t> next_{0};
+  std::atomic<const Body*> body_{nullptr};
+  std::atomic<std::int64_t> blocks_{0};
+  // (generation mod 2^32) << 32 | the next unclaimed block: a claim is a compare-exchange that
+  // fails once the grid has moved on.
+  std::atomic<std::uint64_t> ticket_{0};
   std::atomic<std::uint64_t> generation_{0};  // changed (under mutex_) for each grid
-  std::atomic<int> busy_{0};                  // workers still draining this grid
+  std::atomic<std::int64_t> done_blocks_{0};  // of this grid, finished
   bool stop_ = false;
   std::uint64_t delay_seed_ = 0;
   bool reverse_ = false;

@@ -1,0 +1,53 @@
+// The cpu thread pool's launch path: a launch ends when its last block is done, not when every
+// worker has woken, so a worker that wakes late must claim nothing of a grid that has ended and
+// never run a block of the next grid twice. Many back-to-back launches of small grids, with
+// workers both spinning and asleep, each block counted.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "backend/cpu/thread_pool.hpp"
+
+namespace kforge::cpu {
+namespace {
+
+TEST(CpuPool, EveryBlockRunsExactlyOnceAcrossBackToBackLaunches) {
+  for (const int threads : {2, 3, 5}) {
+    ThreadPool pool(threads);
+    std::vector<std::atomic<int>> runs(64);
+    std::uint64_t state = 0x9e3779b97f4a7c15ull * threads;
+    for (int launch = 0; launch < 6000; ++launch) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      const std::int64_t blocks = 2 + static_cast<std::int64_t>((state >> 33) % 40);
+      for (auto& r : runs) r.store(0, std::memory_order_relaxed);
+      pool.run(blocks, [&](std::int64_t b, int) { runs[static_cast<std::size_t>(b)].fetch_add(1); });
+      for (std::int64_t b = 0; b < 64; ++b)
+        ASSERT_EQ(runs[static_cast<std::size_t>(b)].load(), b < blocks ? 1 : 0)
+            << "block " << b << " of " << blocks << ", launch " << launch << ", " << threads << " threads";
+      // Now and then let the workers fall asleep, so the next launch wakes them late.
+      if (launch % 500 == 499) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+}
+
+// A grid whose blocks wait for each other (a row barrier across size() blocks) still completes:
+// every block claimed gets a thread, whether the workers were spinning or asleep.
+TEST(CpuPool, BlocksThatWaitForEachOtherStillMeet) {
+  ThreadPool pool(3);
+  for (int launch = 0; launch < 200; ++launch) {
+    std::atomic<int> arrived{0};
+    pool.run(3, [&](std::int64_t, int) {
+      arrived.fetch_add(1);
+      while (arrived.load() < 3) std::this_thread::yield();
+    });
+    EXPECT_EQ(arrived.load(), 3);
+    if (launch % 50 == 49) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+}  // namespace
+}  // namespace kforge::cpu

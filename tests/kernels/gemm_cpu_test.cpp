@@ -1,0 +1,56 @@
+// gemm's cpu kernel in the 16-bit storage types, through the whole (thorough) verification
+// protocol at shapes that are multiples of no tile: bf16 takes the AVX-512 BF16 dot-product path
+// on a CPU that has it (this one), with its exact fallback for KC-slices whose products could
+// fall below fp32's normal range (the structured subnormal_inputs and subnormal_products
+// patterns run it); K beyond KC, odd, checks the pairs across slices and the single rounding of
+// C at the end. The same kernel built without AVX-512 is tests/kernels/avx2_only_test.cpp's.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "kernels/family_test.hpp"
+#include "kforge/backend.hpp"
+#include "test_util.hpp"
+
+namespace kforge {
+namespace {
+
+// Thorough by default; quick (three trials at the sizes) where the shape alone is the point.
+EvalResult verify_cpu(const Sizes& sizes, DType t, const ParamValues& params = {}, bool thorough = true) {
+  auto backend = make_backend("cpu", {.threads = 2});
+  EvalRequest req = test::library_request("gemm", "cpu", sizes, t, params);
+  req.verify.thorough = thorough;
+  if (!thorough) req.verify.trials = 3;
+  return evaluate(req, *backend);
+}
+
+TEST(GemmCpu, Bf16PassesThoroughAtOddShapes) {
+  for (const Sizes& s : {Sizes{{"M", 257}, {"N", 383}, {"K", 129}}, Sizes{{"M", 1}, {"N", 383}, {"K", 129}}}) {
+    const EvalResult r = verify_cpu(s, DType::bf16);
+    EXPECT_TRUE(r.passed()) << test::describe(r);
+    ASSERT_TRUE(r.verify.has_value());
+    const auto& checks = r.verify->checks;  // the structured patterns ran (and passed)
+    EXPECT_TRUE(std::any_of(checks.begin(), checks.end(),
+                            [](const CheckResult& c) { return c.name == "structured" && c.passed; }));
+  }
+}
+
+// K = 2*KC + 1 with KC = 64: three slices, the last a single k (an unpaired bf16).
+TEST(GemmCpu, SixteenBitTypesRoundOnceOverManySlices) {
+  for (const DType t : {DType::bf16, DType::fp16}) {
+    const EvalResult r = verify_cpu({{"M", 37}, {"N", 70}, {"K", 129}}, t, {{"KC", 64}, {"MC", 24}, {"NC", 64}},
+                                       /*thorough=*/t == DType::bf16);
+    EXPECT_TRUE(r.passed()) << test::describe(r);
+  }
+}
+
+// The 256-bit form of the dot path (VW = 8) and an explicit 512-bit one.
+TEST(GemmCpu, Bf16AtBothVectorWidths) {
+  for (const std::int64_t vw : {8, 16}) {
+    const EvalResult r = verify_cpu({{"M", 29}, {"N", 53}, {"K", 67}}, DType::bf16, {{"VW", vw}, {"NV", 2}, {"MR", 4}}, false);
+    EXPECT_TRUE(r.passed()) << "VW=" << vw << ": " << test::describe(r);
+  }
+}
+
+}  // namespace
+}  // namespace kforge
