@@ -18,6 +18,8 @@ std::shared_ptr<Problem> make_moe_problem();  // kernels/moe
 std::shared_ptr<Problem> make_spmm_problem();   // kernels/sparse
 std::shared_ptr<Problem> make_sddmm_problem();  // kernels/sparse
 std::shared_ptr<Problem> make_lazy_reduce_problem(const std::string& which);  // kernels/lazy_reduce
+std::shared_ptr<Problem> make_signature_problem();  // kernels/signature
+std::shared_ptr<Problem> make_sigkernel_problem();  // kernels/signature
 
 const std::vector<std::shared_ptr<Problem>>& problems() {
   static const std::vector<std::shared_ptr<Problem>> all = {
@@ -55,6 +57,8 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_lazy_reduce_problem("gauss_sum"),
       make_lazy_reduce_problem("logsumexp"),
       make_lazy_reduce_problem("knn"),
+      make_signature_problem(),
+      make_sigkernel_problem(),
   };
   return all;
 }
