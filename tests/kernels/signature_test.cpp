@@ -147,6 +147,17 @@ TEST(SignatureCpu, WrongKernelsAreRejected) {
   EXPECT_TRUE(run_edited("sigkernel", ker, "VB", "VB").passed());
 }
 
+// The one-path-at-a-time variant (BATCHED=0: the library's choice for large D^LEVEL) passes too.
+TEST(SignatureCpu, UnbatchedPassesAtOddShapes) {
+  auto backend = make_backend("cpu");
+  for (const Sizes& s : {Sizes{{"B", 3}, {"L", 17}, {"D", 3}, {"LEVEL", 4}}, Sizes{{"B", 2}, {"L", 5}, {"D", 9}, {"LEVEL", 5}}}) {
+    const EvalResult r = evaluate(library_request("signature", "cpu", s, DType::fp32, {{"BATCHED", 0}}), *backend);
+    EXPECT_TRUE(r.passed()) << describe(r);
+  }
+  EXPECT_EQ(library_kernel(*find_problem("signature"), Lang::cpp, {{"B", 8}, {"L", 9}, {"D", 8}, {"LEVEL", 6}}).name,
+            "signature.cpu.large");
+}
+
 TEST(SignatureSizes, BadSizesNameTheFix) {
   const auto sig = find_problem("signature");
   EXPECT_THROW(sig->check_sizes({{"B", 1}, {"L", 2}, {"D", 3}, {"LEVEL", 7}}), UsageError);
