@@ -72,6 +72,10 @@ class Problem {
   // least 1). Families with sizes that may be 0 (padding) or must divide each other (heads)
   // override it; shape fuzzing skips the sizes it refuses.
   virtual void check_sizes(const Sizes& s) const;
+  // What verifying one instance at `s` costs, in the units of shape fuzzing's work cap
+  // (src/verify/shapes.cpp): fuzzed shapes shrink until it fits. Default: the product of the
+  // sizes. Families whose work grows faster (signature: D^LEVEL terms per step) override it.
+  [[nodiscard]] virtual double fuzz_work(const Sizes& s) const;
   // Called last by make_instance: turns the random values of tensors that are not plain data
   // (done flags, indices, probabilities) into valid ones. Values must stay exact in the dtype.
   virtual void condition_inputs(Instance& inst, std::uint64_t seed, int trial) const {

@@ -59,6 +59,12 @@ void Problem::check_sizes(const Sizes& s) const {
     if (v < 1) throw UsageError("size " + k + "=" + std::to_string(v) + " must be at least 1");
 }
 
+double Problem::fuzz_work(const Sizes& s) const {
+  double w = 1;
+  for (const auto& [k, v] : s) w *= static_cast<double>(v);
+  return w;
+}
+
 void Problem::perturb(Instance& inst, std::size_t t, std::size_t i) const {
   auto& v = inst.tensors[t];
   std::vector<double> moved{v[i] + (v[i] >= 0 ? -1 : 1) * (2 + 2 * std::fabs(v[i]))};
