@@ -169,7 +169,8 @@ TEST(Structured, ProblemsWithoutADeclarationKeepTheirDraws) {
 // Every family with plain data declares its tensors: one per tensor, outputs and conditioned
 // tensors (indices, probabilities, flags, Q and K) left as drawn.
 TEST(Structured, TheFamiliesDeclareTheirDataTensors) {
-  for (const char* name : {"gemm", "conv2d", "softmax", "rmsnorm", "layernorm"}) {
+  for (const char* name : {"gemm", "conv2d", "softmax", "rmsnorm", "layernorm", "moe_grouped_gemm",
+                           "reduce.sum_axis1", "reduce.argmax_axis0", "scan.gae", "scan.linear"}) {
     const auto p = find_problem(name);
     const Sizes s = p->default_sizes();
     const auto rows = p->structured_rows(s);

@@ -2,7 +2,7 @@
 // naturally does. Every shape whose tensors stay below 2^31 elements gets the right answer, so
 // every random, structured and fuzzed trial passes it. Its twin with 64-bit indices
 // ((long long)i * K + k) is examples/naive_gemm.cpp, which passes the same check.
-// Caught by: `index_width` (thorough mode, cpu backend): gemm at M = 2^16 + 1, K = 2^15, N = 3,
+// Caught by: `index_width` (thorough mode, cpu backend): gemm at M = 2^16 + 1, K = 2^15, N = 1,
 //   A mapped on the zero page but for its last two rows; row 2^16 starts at flat index 2^31, where
 //   i * K wraps to -2^31, so the kernel reads 8 GiB before A: the worker faults in the
 //   index_width run (disposition crashed, failed_check index_width), or, where something is
