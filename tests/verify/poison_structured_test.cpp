@@ -170,7 +170,8 @@ TEST(Structured, ProblemsWithoutADeclarationKeepTheirDraws) {
 // tensors (indices, probabilities, flags, Q and K) left as drawn.
 TEST(Structured, TheFamiliesDeclareTheirDataTensors) {
   for (const char* name : {"gemm", "conv2d", "softmax", "rmsnorm", "layernorm", "moe_grouped_gemm",
-                           "reduce.sum_axis1", "reduce.argmax_axis0", "scan.gae", "scan.linear"}) {
+                           "reduce.sum_axis1", "reduce.argmax_axis0", "scan.gae", "scan.linear", "activation.relu",
+                           "activation.leaky_relu"}) {
     const auto p = find_problem(name);
     const Sizes s = p->default_sizes();
     const auto rows = p->structured_rows(s);
@@ -186,6 +187,8 @@ TEST(Structured, TheFamiliesDeclareTheirDataTensors) {
   }
   EXPECT_FALSE(find_problem("rmsnorm")->special_scalars().empty());
   EXPECT_FALSE(find_problem("attention")->special_scalars().empty());
+  EXPECT_FALSE(find_problem("activation.leaky_relu")->special_scalars().empty());
+  EXPECT_TRUE(find_problem("activation.relu")->special_scalars().empty()) << "relu has no scalar to vary";
 }
 
 // `--scalar alpha=0` makes gemm at beta = 0 all zeros: refused naming the scalar, exit 2.
