@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -77,6 +78,20 @@ class Backend {
   virtual std::unique_ptr<Buffer> alloc(std::size_t bytes) = 0;
   virtual void write(Buffer& dst, const void* src, std::size_t bytes) = 0;
   virtual void read(const Buffer& src, void* dst, std::size_t bytes) = 0;
+
+  // Buffers too large to copy whole, written and read in part, whose untouched bytes read as
+  // zero and take no memory (cpu: buffers of 4 MiB or more are anonymous mappings, on the
+  // shared zero page until written). The index_width check maps an input of 8 GiB and writes
+  // only its last rows. A backend that returns false never gets the region calls.
+  [[nodiscard]] virtual bool sparse_buffers() const { return false; }
+  virtual void write_region(Buffer& dst, std::size_t offset, const void* src, std::size_t bytes) {
+    (void)dst, (void)offset, (void)src, (void)bytes;
+    throw std::logic_error(name() + " backend: no sparse buffers");
+  }
+  virtual void read_region(const Buffer& src, std::size_t offset, void* dst, std::size_t bytes) {
+    (void)src, (void)offset, (void)dst, (void)bytes;
+    throw std::logic_error(name() + " backend: no sparse buffers");
+  }
 
   // Throws CompileError with the compiler's log. `source_name` (the kernel's file, for the
   // compiler's messages) may be empty. The opencl and cuda backends put their prelude in front

@@ -96,6 +96,20 @@ class Problem {
     (void)s;
     return {};
   }
+  // The index_width check (docs/verification.md): sizes at which one input tensor passes 2^31
+  // elements, and `live`, the same sizes cut to the last rows of the split dimension (gemm: M =
+  // 2^16 + 1 rows of K = 2^15, live M = 2). The problem promises: a wide instance whose tensors
+  // are the live instance's, those that grow with the split size preceded by zeros, has as its
+  // outputs the live outputs preceded by zeros (a zero input row gives a zero output row). So
+  // the wide input is mapped, not filled (its zeros are the shared zero page), and only the live
+  // rows have a reference. Empty sizes (the default): the problem does not support the check.
+  struct WideIndexShape {
+    Sizes sizes, live;
+  };
+  [[nodiscard]] virtual WideIndexShape wide_index_shape(const Sizes& requested) const {
+    (void)requested;
+    return {};
+  }
   // Changes element `i` of input tensor `t` so that the exact result changes (the perturbation
   // check). Default: moves the value by 2 + 2|v| away from zero's side, rounded to the dtype.
   virtual void perturb(Instance& inst, std::size_t t, std::size_t i) const;

@@ -19,6 +19,8 @@
 //   special_scalars  the problem's special scalar values (alpha = 0 with beta != 0, beta = 1, ...)
 //   structured     structured inputs (zero rows, one-hot rows, subnormals, ...) where declared
 //   shapes         the checks above at fuzzed shapes: 1, primes, tile±1, random
+//   index_width    one input tensor past 2^31 elements (a 32-bit flat index wraps), where the
+//                  problem and the backend allow it; skipped, saying what it needs, otherwise
 // The caller adds timed_outputs and speed_of_light (evaluate.cpp), which need the timed runs.
 #include <cmath>
 #include <cstdint>
@@ -63,6 +65,14 @@ struct VerifyOptions {
   // Runs the kernel in the very buffers of the previous call (same sizes); empty: the
   // reused_buffers check is skipped. Set by the caller; not part of the JSON.
   std::function<KernelOutput(const Instance& inst, bool poison_inout)> call_same_buffers;
+  // The index_width check (thorough only, where the problem declares a wide shape,
+  // Problem::wide_index_shape): one input tensor past 2^31 elements. Off: `--no-index-width`.
+  bool index_width = true;
+  // Runs the kernel on the problem's wide instance: `live`'s tensors, those that are larger at
+  // the `wide` sizes preceded by zeros that are mapped, never written (the shared zero page).
+  // Empty: the backend cannot, and the check is skipped. Throws std::bad_alloc when the address
+  // space is short. Set by the caller; not part of the JSON.
+  std::function<KernelOutput(const Instance& live, const Sizes& wide, bool poison_inout)> call_wide;
   [[nodiscard]] int trial_count() const { return trials > 0 ? trials : thorough ? 3 : 2; }
 };
 

@@ -74,6 +74,14 @@ class Activation final : public Problem {
   // one), every 1009th in [-116, -84] (where SiLU's result is tiny, subnormal or 0 and GELU's
   // underflows: rare, as in real data, so a kernel's slow path for them does not set its speed),
   // and the normal and uniform draws are symmetric, so negatives are always there.
+  // leaky_relu at slope 0 (relu) and 1 (identity): a kernel with a shortcut for either fails.
+  std::vector<Scalars> special_scalars() const override {
+    if (f_.fn != Fn::leaky_relu) return {};
+    return {{{"slope", 0.0}, {"with_bias", 1.0}}, {{"slope", 1.0}, {"with_bias", 1.0}}};
+  }
+  // X as rows of N, bias element-wise, Y an output.
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override { return {s.at("N"), 0, -1}; }
+
   void condition_inputs(Instance& inst, std::uint64_t, int) const override {
     auto& x = inst.tensors[0];
     for (std::size_t i = 0; i < x.size(); ++i) {

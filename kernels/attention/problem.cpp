@@ -63,6 +63,17 @@ class Attention final : public Problem {
             {"causal", causal_ ? 1.0 : 0.0}};
   }
 
+  // scale = 1 (no scaling) and 0 (uniform weights: the mean of the visible values), and
+  // another RoPE base (Llama 3's 500000): a kernel that hard-codes 1/sqrt(D) or 10000 fails.
+  std::vector<Scalars> special_scalars() const override {
+    return {{{"scale", 1.0}}, {{"scale", 0.0}}, {{"rope_base", 500000.0}}};
+  }
+  // No structured inputs: Q and K are conditioned (scores kept where softmax is not a step
+  // function of rounding), and V's near_overflow pattern would scale V to a quarter of the
+  // largest value, since the bound counts in units of u (reduction length 1): the flash kernels'
+  // unnormalized sum over S keys then overflows where the exact output is finite (a finding of
+  // issue 24, docs/verification.md), a limit of every online-softmax kernel, not a bug to catch.
+
   void check_sizes(const Sizes& s) const override {
     Problem::check_sizes(s);
     const auto D = s.at("D"), H = s.at("H"), HKV = s.at("HKV");

@@ -47,6 +47,10 @@ class Conv2d final : public Problem {
     return N * K * out_extent(s.at("H"), s.at("R"), s) * out_extent(s.at("W"), s.at("S"), s);
   }
   std::map<std::string, double> scalars_for_trial(int) const override { return {}; }
+  // x as rows of W (image rows: zero rows, zero columns, identical rows), w as rows of S (a
+  // filter's rows), as a problem file's "matrix" tensors take them (examples/problems/conv2d.json
+  // is its twin); y stays as drawn.
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override { return {s.at("W"), s.at("S"), -1}; }
 
   // Padding may be 0; the window must fit the padded image at least once.
   void check_sizes(const Sizes& s) const override {

@@ -49,6 +49,14 @@ class Gemm final : public Problem {
     return {s.at("K"), s.at("N"), -1};
   }
 
+  // A (M,K) with M*K = 2^31 + 2^15 elements: row 2^16 starts at flat index 2^31, so a 32-bit
+  // flat index (i*K + k in int) wraps there. N is 1, whatever was asked, so a plain kernel's
+  // 2^31 multiply-adds stay a second or two; the last two rows are live.
+  WideIndexShape wide_index_shape(const Sizes& requested) const override {
+    (void)requested;
+    return {{{"M", (1 << 16) + 1}, {"N", 1}, {"K", 1 << 15}}, {{"M", 2}, {"N", 1}, {"K", 1 << 15}}};
+  }
+
   void reference(const Instance& in, std::vector<std::vector<double>>& out,
                  std::vector<std::vector<double>>& mag) const override {
     const std::int64_t M = in.sizes.at("M"), N = in.sizes.at("N"), K = in.sizes.at("K");

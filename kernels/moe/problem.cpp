@@ -51,6 +51,11 @@ class MoeGroupedGemm final : public Problem {
     }
   }
   std::map<std::string, double> scalars_for_trial(int) const override { return {}; }
+  // X as rows of H and W as rows of F (each expert's H rows); ids and gate are conditioned
+  // (valid experts, probabilities), Y is an output.
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override {
+    return {s.at("H"), -1, -1, s.at("F"), -1};
+  }
 
   void check_sizes(const Sizes& s) const override {
     for (const char* n : {"T", "H", "F", "E", "K"})

@@ -43,6 +43,15 @@ class RowNorm : public Problem {
   std::map<std::string, double> scalars_for_trial(int trial) const override {
     return {{"eps", trial % 2 == 0 ? 0x1p-17 : 0x1p-10}};
   }
+  // eps = 0 (allowed: a kernel must not divide by it or skip it) and eps = 1 (large enough that
+  // a kernel which ignores eps fails; the trials' small values barely move the result).
+  std::vector<Scalars> special_scalars() const override { return {{{"eps", 0.0}}, {{"eps", 1.0}}}; }
+  // X as rows of N (a zero row gives 0 through eps; an all-equal row has no variance);
+  // gamma and beta element-wise; Y an output.
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override {
+    if (centered_) return {s.at("N"), 0, 0, -1};
+    return {s.at("N"), 0, -1};
+  }
 
   // Every third row is shifted by +1000: mean 1000, spread that of the distribution.
   void condition_inputs(Instance& inst, std::uint64_t, int) const override {

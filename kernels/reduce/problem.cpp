@@ -40,6 +40,9 @@ class Reduce final : public Problem {
     return axis_ == 1 ? s.at("M") : s.at("N");
   }
   std::map<std::string, double> scalars_for_trial(int) const override { return {}; }
+  // X as rows of N, whichever axis is reduced (all-equal rows: argmax must take the first of
+  // the ties, as numpy does); Y is an output.
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override { return {s.at("N"), -1}; }
 
   void check_sizes(const Sizes& s) const override {
     Problem::check_sizes(s);

@@ -94,6 +94,21 @@ class ScanProblem : public Problem {
     return out;
   }
 
+  // gamma = 0 (each step sees only itself), where the estimator has a discount; the trials
+  // already take 1, 0.99, 0.9 and 0.5, and lambda 0 and 1.
+  std::vector<Scalars> special_scalars() const override {
+    if (std::find(scalars_.begin(), scalars_.end(), "gamma") == scalars_.end()) return {};
+    return {{{"gamma", 0.0}}};
+  }
+  // Plain data (rewards, values, b) as rows of time, bootstrap values element-wise; coefficients,
+  // flags, ratios and probabilities are conditioned and stay as drawn.
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override {
+    std::vector<std::int64_t> rows;
+    for (const auto& x : tensors_)
+      rows.push_back(x.kind == Kind::data ? s.at("time") : x.kind == Kind::boot ? 0 : -1);
+    return rows;
+  }
+
   void condition_inputs(Instance& inst, std::uint64_t seed, int trial) const override {
     for (std::size_t t = 0; t < tensors_.size(); ++t) {
       auto& v = inst.tensors[t];

@@ -95,6 +95,7 @@ void add_eval(CLI::App& app, int& code) {
     const KernelSpec k = candidate_spec(*o, *problem);
     const std::string backend = o->backends.empty() ? backend_for(k.lang) : o->backends;
     EvalRequest req = make_request(*o, *problem, k, backend);
+    req.verify.index_width = o->index_width != 0;  // an outside source: on unless --no-index-width
     req.bench = o->bench;
     req.baseline = o->bench;
     const auto r = evaluate_isolated(req, {.timeout_s = o->timeout_s,

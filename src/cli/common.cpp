@@ -28,6 +28,13 @@ void InstanceOptions::add_to(CLI::App& app, bool problem_positional) {
   app.add_option("--seed", seed, "seed of the input generator")->capture_default_str();
   app.add_flag("--bitwise", bitwise, "the kernel claims bitwise determinism: thorough verification's repeats "
                "(other thread counts and block orders) must equal the first run bit for bit");
+  // Callbacks, not a bound int: left alone, index_width keeps -1 (the command's default).
+  auto* iw = app.add_flag_callback("--index-width", [this] { index_width = 1; },
+                                   "thorough verification also runs the index_width check (one input past 2^31 "
+                                   "elements: 8 GiB of mostly unbacked address space for gemm fp32, seconds; the "
+                                   "default for `eval`, off for the library's kernels)");
+  app.add_flag_callback("--no-index-width", [this] { index_width = 0; },
+                        "thorough verification without the index_width check")->excludes(iw);
   app.add_flag("--json", json, "print one JSON document instead of a table");
   app.add_option("--formula", formula, "with problem lazy_reduce: f(x,y) reduced over y, e.g. "
                  "'exp(-sqdist(x,y)/s)' (docs/lazy-reduce.md)");
@@ -65,6 +72,7 @@ EvalRequest make_request(const InstanceOptions& o, const Problem& p, const Kerne
   r.verify.thorough = !o.quick;
   r.verify.seed = o.seed;
   r.verify.bitwise_repeats = o.bitwise;
+  r.verify.index_width = o.index_width == 1;
   return r;
 }
 

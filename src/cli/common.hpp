@@ -24,6 +24,10 @@ struct InstanceOptions {
   int trials = 0;      // 0: the mode's default
   bool quick = false;  // the quick verification protocol (tuning's default)
   bool bitwise = false;  // the kernel claims bitwise determinism (repeats compared bit for bit)
+  // Thorough verification's index_width check: 1 on (--index-width), 0 off (--no-index-width),
+  // -1 the command's default (on for `eval`'s outside sources, off for the library's kernels,
+  // which index in 64 bits and would pay seconds per gemm verdict).
+  int index_width = -1;
   std::uint64_t seed = 0x6b666f726765ull;
   bool json = false;
   // `lazy_reduce --formula F --reduce R` names the problem "lazy_reduce:R:F" (kernels/lazy_reduce).

@@ -20,7 +20,8 @@ nlohmann::json EvalRequest::to_json() const {
           {"device_index", backend_options.device_index},
           {"verify", {{"thorough", verify.thorough}, {"trials", verify.trials}, {"distributions", dists},
                       {"seed", verify.seed}, {"fuzz_shapes", verify.fuzz_shapes},
-                      {"determinism_runs", verify.determinism_runs}, {"bitwise_repeats", verify.bitwise_repeats}}},
+                      {"determinism_runs", verify.determinism_runs}, {"bitwise_repeats", verify.bitwise_repeats},
+                      {"index_width", verify.index_width}}},
           {"bench", bench},
           {"measure", {{"warmup", measure.warmup}, {"min_repetitions", measure.min_repetitions},
                        {"max_repetitions", measure.max_repetitions}, {"min_time_s", measure.min_time_s},
@@ -51,6 +52,7 @@ EvalRequest EvalRequest::from_json(const nlohmann::json& j) {
   r.verify.fuzz_shapes = v.value("fuzz_shapes", r.verify.fuzz_shapes);
   r.verify.determinism_runs = v.value("determinism_runs", r.verify.determinism_runs);
   r.verify.bitwise_repeats = v.value("bitwise_repeats", r.verify.bitwise_repeats);
+  r.verify.index_width = v.value("index_width", r.verify.index_width);
   r.verify.distributions.clear();
   for (const auto& d : v.at("distributions")) r.verify.distributions.push_back(parse_distribution(d.get<std::string>()));
   r.bench = j.at("bench");

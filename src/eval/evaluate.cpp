@@ -293,6 +293,13 @@ void run_gates(const EvalRequest& req, Backend& backend, EvalResult& r,
     runner.launch();
     return runner.outputs();
   };
+  if (backend.sparse_buffers())
+    vo.call_wide = [&](const Instance& live, const Sizes& wide, bool poison_inout) {
+      runner.set_geometry(k.geometry(r.params, wide));
+      runner.load_wide(live, wide, poison_inout);
+      runner.launch();
+      return runner.outputs();
+    };
   // The ordinary schedule back whatever verification did (a throw included) before timing.
   struct OrdinarySchedule {
     Backend& b;

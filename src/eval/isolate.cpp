@@ -51,13 +51,34 @@ WorkerStderr split_progress(const std::string& err) {
   return w;
 }
 
+// The address space the index_width check maps on top of the limit (issue 24 allows raising
+// it for this check): every tensor at the problem's wide sizes, mostly never touched. 0 when the
+// request does not run the check.
+long long wide_index_bytes(const EvalRequest& req) {
+  // Problem files declare no wide shape (and are not loaded twice here).
+  if (!req.verify.thorough || !req.verify.index_width || req.backend != "cpu" || !req.problem_file.empty())
+    return 0;
+  try {
+    const auto p = find_problem(req.problem);
+    const auto w = p->wide_index_shape(req.sizes);
+    if (w.sizes.empty()) return 0;
+    long long bytes = 0;
+    for (std::size_t t = 0; t < p->tensors().size(); ++t)
+      bytes += p->tensor_elements(t, w.sizes) * static_cast<long long>(dtype_size(req.dtype));
+    return bytes;
+  } catch (const std::exception&) {
+    return 0;  // the worker reports a bad problem
+  }
+}
+
 }  // namespace
 
 EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limits) {
   // The CUDA driver reserves address space far beyond any physical memory (unified
   // addressing), so an address-space limit would make cuInit fail: a CUDA worker gets only the
   // timeout, and the device's own memory bounds what its kernel can take.
-  const long long memory = req.backend == "cuda" ? 0 : limits.memory_bytes;
+  const long long memory = req.backend == "cuda" || limits.memory_bytes <= 0 ? 0
+                                                                             : limits.memory_bytes + wide_index_bytes(req);
   // A problem loaded from a file in this process is loaded again by the worker, from its path.
   EvalRequest sent = req;
   if (sent.problem_file.empty()) {
@@ -119,6 +140,18 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
                                  : "the worker's result could not be read (" + unreadable + ")";
     r.error += during;
     if (!err.text.empty()) r.error += ": " + tail(err.text);
+  }
+  // A crash in the index_width run is that check's finding: a 32-bit flat index that wrapped
+  // to a negative offset reads gigabytes before the buffer, where nothing is mapped.
+  if (!p.timed_out && err.last_run.rfind("index_width", 0) == 0) {
+    VerifyReport v;
+    v.passed = false;
+    v.failed_check = v.element_check = "index_width";
+    v.failure = "index_width: " + r.error;
+    v.seed = req.verify.seed;
+    v.failed_sizes = req.sizes;
+    v.checks.push_back({"index_width", false, v.failure});
+    r.verify = std::move(v);
   }
   return r;
 }

@@ -46,13 +46,52 @@ void KernelRunner::fill(const Instance& inst, bool poison_inout, bool same_buffe
     fresh.push_back(std::move(x));
   }
   tensors_ = std::move(fresh);
+  bind_args(inst.sizes, inst.scalars);
+}
+
+void KernelRunner::load_wide(const Instance& live, const Sizes& wide, bool poison_inout) {
+  dtype_ = live.dtype;
+  const auto specs = problem_.tensors();
+  const std::size_t esize = dtype_size(live.dtype);
+  std::vector<Tensor> fresh;
+  for (std::size_t t = 0; t < specs.size(); ++t) {
+    Tensor x;
+    x.spec = specs[t];
+    x.elements = static_cast<std::size_t>(problem_.tensor_elements(t, wide));
+    const std::size_t n_live = live.tensors[t].size();
+    if (x.elements < n_live) throw std::logic_error("KernelRunner::load_wide: a tensor shrank at the wide sizes");
+    const bool poison = specs[t].role == Role::out || (specs[t].role == Role::inout && poison_inout);
+    const bool mapped = specs[t].role == Role::in && x.elements > n_live;
+    x.zero_prefix = mapped ? x.elements - n_live : 0;
+    const std::size_t bytes = x.elements * esize, shown = (x.elements - x.zero_prefix) * esize;
+    x.image.assign(shown + 2 * kGuardBytes, 0);  // outputs are small: written whole, zeros first
+    fill_guard(live.dtype, x.image.data(), kGuardBytes);
+    fill_guard(live.dtype, x.image.data() + kGuardBytes + shown, kGuardBytes);
+    unsigned char* body = x.image.data() + kGuardBytes;
+    if (poison) fill_poison(live.dtype, body, shown);
+    else encode(live.dtype, live.tensors[t], body + shown - n_live * esize);
+    x.buffer = backend_.alloc(bytes + 2 * kGuardBytes);  // may throw std::bad_alloc: the check is skipped
+    if (mapped) {
+      backend_.write_region(*x.buffer, 0, x.image.data(), kGuardBytes);
+      backend_.write_region(*x.buffer, kGuardBytes + x.zero_prefix * esize, body, shown + kGuardBytes);
+    } else {
+      backend_.write(*x.buffer, x.image.data(), x.image.size());
+    }
+    fresh.push_back(std::move(x));
+  }
+  tensors_ = std::move(fresh);
+  bind_args(wide, live.scalars);
+}
+
+void KernelRunner::bind_args(const Sizes& sizes, const Scalars& scalars) {
+  const std::size_t esize = dtype_size(dtype_);
   args_.clear();
   for (auto& x : tensors_)
-    args_.push_back(Arg::buf(*x.buffer, kGuardBytes, std::max<std::size_t>(x.image.size() - 2 * kGuardBytes, 1)));
+    args_.push_back(Arg::buf(*x.buffer, kGuardBytes, std::max<std::size_t>(x.elements * esize, 1)));
   for (const auto& name : problem_.size_names())
-    args_.push_back(Arg::i(static_cast<std::int32_t>(inst.sizes.at(name))));
+    args_.push_back(Arg::i(static_cast<std::int32_t>(sizes.at(name))));
   for (const auto& name : problem_.scalar_names())
-    args_.push_back(Arg::f(static_cast<float>(inst.scalars.at(name))));
+    args_.push_back(Arg::f(static_cast<float>(scalars.at(name))));
 }
 
 void KernelRunner::restore_outputs() {
@@ -85,7 +124,13 @@ const std::vector<unsigned char>& KernelRunner::read_back(const Tensor& x) {
   // Whole 8-byte words: the bytes past the end read as zeros. The buffer is kept from call to
   // call: fresh pages for every timed run's hundreds of megabytes cost more than the copy.
   readback_.resize(x.image.size() + 8);
-  backend_.read(*x.buffer, readback_.data(), x.image.size());
+  if (x.zero_prefix > 0) {  // the guard, then the live part and the guard: the image's layout
+    backend_.read_region(*x.buffer, 0, readback_.data(), kGuardBytes);
+    backend_.read_region(*x.buffer, kGuardBytes + x.zero_prefix * dtype_size(dtype_), readback_.data() + kGuardBytes,
+                         x.image.size() - kGuardBytes);
+  } else {
+    backend_.read(*x.buffer, readback_.data(), x.image.size());
+  }
   std::memset(readback_.data() + x.image.size(), 0, 8);
   return readback_;
 }
@@ -96,7 +141,7 @@ KernelOutput KernelRunner::outputs() {
   const std::size_t esize = dtype_size(dtype_);
   for (const auto& x : tensors_) {
     const auto& now = read_back(x);
-    const std::size_t body = x.elements * esize, end = kGuardBytes + body;
+    const std::size_t body = (x.elements - x.zero_prefix) * esize, end = kGuardBytes + body;
     // Guard bands: report the farthest damaged byte on each side.
     std::size_t before = 0, after = 0;
     for (std::size_t i = 0; i < kGuardBytes; ++i)

@@ -23,6 +23,11 @@ class KernelRunner {
   // The same, into the very buffers of the previous load (same sizes): the reused_buffers
   // check, which a cache keyed by a pointer must fail.
   void refill(const Instance& inst, bool poison_inout);
+  // The index_width check's instance (Problem::wide_index_shape): `live`'s tensors, each one
+  // that is larger at the `wide` sizes preceded by zeros. An input that grew is mapped, not
+  // filled: only its guard bands and its live rows are written, the rest stays on the zero page
+  // (Backend::sparse_buffers). Launches then use the wide sizes.
+  void load_wide(const Instance& live, const Sizes& wide, bool poison_inout);
   // Puts every out/inout tensor back as load() left it, so a repeated run starts from the same
   // state and a run that writes nothing leaves the poison for the verifier to find.
   void restore_outputs();
@@ -43,9 +48,14 @@ class KernelRunner {
     std::unique_ptr<Buffer> buffer;
     std::vector<unsigned char> image;  // guard, contents as loaded, guard
     std::size_t elements = 0;
+    // Elements before the live part that were never written (load_wide's mapped input); the
+    // image then holds the guard, the live part and the guard only.
+    std::size_t zero_prefix = 0;
     TensorSpec spec;
   };
   void fill(const Instance& inst, bool poison_inout, bool same_buffers);
+  // The kernel's arguments: every tensor's body, then the sizes, then the scalars.
+  void bind_args(const Sizes& sizes, const Scalars& scalars);
   // The tensor's whole image (guards included) as it is now on the device, in readback_.
   const std::vector<unsigned char>& read_back(const Tensor& x);
 

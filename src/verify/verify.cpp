@@ -92,7 +92,7 @@ class Protocol {
     requested_ = s;
     if (trials(s) && o_.thorough)
       (void)(determinism() && perturbation() && reused_buffers() && special_scalars(s) && structured(s) &&
-             shapes(s));
+             shapes(s) && index_width(s));
     return std::move(rep_);
   }
 
@@ -132,6 +132,14 @@ class Protocol {
       alt->accept_alternatives(inst, out.tensors, accepted);
     }
     Comparison c = compare(p_, inst, out, accepted.empty() ? ref->out : accepted, ref->magnitude);
+    const bool passed = conclude(std::move(c), out, inst, d, context, as_check);
+    return {passed, std::move(out)};
+  }
+
+  // Records one compared run: the worst passing one, or the failure (charged to `as_check`
+  // when given).
+  bool conclude(Comparison c, const KernelOutput& out, const Instance& inst, Distribution d,
+                const std::string& context, const char* as_check) {
     if (!out.fp_environment.empty()) {  // charged as itself, whatever the run was checking
       c.passed = false;
       c.failed_check = "fp_environment";
@@ -145,7 +153,7 @@ class Protocol {
         rep_.worst = c;
         rep_.worst_distribution = std::string(distribution_name(d));
       }
-      return {true, std::move(out)};
+      return true;
     }
     rep_.passed = false;
     rep_.worst = c;
@@ -158,7 +166,7 @@ class Protocol {
     rep_.failure = fmt::format("{} [{} at {}, {} inputs{}, seed {}]: {}", rep_.failed_check, context,
                                sizes_text(inst.sizes), distribution_name(d), scalars, o_.seed, c.failure);
     add(rep_.failed_check, false, rep_.failure);
-    return {false, std::move(out)};
+    return false;
   }
 
   // An instance whose reference cannot tell right from wrong is refused before any verdict.
@@ -398,6 +406,65 @@ class Protocol {
                             refused.first_reason.substr(0, 300));
     add("shapes", true, fmt::format("passed at {} fuzzed shape(s) ({}); {} not claimed by the kernel's constraints{}",
                                     rep_.shapes_tried.size(), tried, rep_.shapes_unclaimed, skipped));
+    return true;
+  }
+
+  // One input tensor past 2^31 elements (Problem::wide_index_shape): all zeros but its last
+  // rows, which are a small live instance's; the outputs must be zeros then the live reference.
+  // A flat index kept in 32 bits wraps at 2^31 and reads the wrong rows (or faults: the worker's
+  // crash report then names this run).
+  bool index_width(const Sizes& requested) {
+    if (!o_.index_width) return true;
+    const Problem::WideIndexShape w = p_.wide_index_shape(requested);
+    if (w.sizes.empty()) return true;  // not declared: no entry, as for every undeclared check
+    double bytes = 0;
+    for (std::size_t t = 0; t < p_.tensors().size(); ++t)
+      bytes += static_cast<double>(p_.tensor_elements(t, w.sizes)) * static_cast<double>(dtype_size(t_));
+    const std::string gib = fmt::format("{:.1f} GiB", bytes / (1 << 30));
+    if (!o_.call_wide)
+      return skip_index_width("needs " + gib + " of address space on pages that are never backed, which this "
+                              "backend cannot map (the cpu backend can)");
+    if (o_.supports && !o_.supports(w.sizes))
+      return skip_index_width("the kernel's constraints do not claim " + sizes_text(w.sizes));
+    const Distribution d = Distribution::normal;
+    const std::uint64_t seed = o_.seed ^ 0x1d3ull;
+    const Instance live = instance(w.live, 0, d, seed);
+    Instance wide = live;  // what compare needs: sizes (the bound's reduction length), scalars, dtype
+    wide.sizes = w.sizes;
+    const std::string context = "one input past 2^31 elements, zeros but its last rows";
+    // The worker's crash report names this run by its first word (isolate.cpp).
+    verify_progress(fmt::format("index_width: {} at {}, {} inputs, seed {}", context, sizes_text(w.sizes),
+                                distribution_name(d), o_.seed));
+    KernelOutput out;
+    try {
+      out = o_.call_wide(live, w.sizes, !p_.reads_inout(live));
+    } catch (const std::bad_alloc&) {
+      return skip_index_width("needs " + gib + " of address space (little of it resident), which this process "
+                              "could not map (raise the memory limit, or verify with --no-index-width)");
+    }
+    // The reference (after the run, as always): zeros, then the live reference, in every output.
+    const auto ref = reference_for(p_, live, p_.name() + "|" + key(live, d, seed, 0, "index_width live"));
+    Reference full;
+    const auto specs = p_.tensors();
+    for (std::size_t t = 0, o = 0; t < specs.size(); ++t) {
+      if (specs[t].role == Role::in) continue;
+      const auto n = static_cast<std::size_t>(p_.tensor_elements(t, w.sizes));
+      const auto& r = ref->out[o];
+      const auto& m = ref->magnitude[o++];
+      full.out.emplace_back(n - r.size(), 0.0);
+      full.magnitude.emplace_back(n - r.size(), 0.0);
+      full.out.back().insert(full.out.back().end(), r.begin(), r.end());
+      full.magnitude.back().insert(full.magnitude.back().end(), m.begin(), m.end());
+    }
+    if (!conclude(compare(p_, wide, out, full.out, full.magnitude), out, wide, d, context, "index_width"))
+      return false;
+    add("index_width", true, fmt::format("passed at {}: one input past 2^31 elements, {} mapped, all but its "
+                                         "last rows on the shared zero page", sizes_text(w.sizes), gib));
+    return true;
+  }
+
+  bool skip_index_width(const std::string& why) {
+    add("index_width", true, "skipped: " + why);
     return true;
   }
 

@@ -163,7 +163,32 @@ TEST(Structured, PatternsHoldWhatTheyPromise) {
 }
 
 TEST(Structured, ProblemsWithoutADeclarationKeepTheirDraws) {
-  EXPECT_TRUE(structures_for(*find_problem("softmax"), find_problem("softmax")->default_sizes()).empty());
+  EXPECT_TRUE(structures_for(*find_problem("cartpole"), find_problem("cartpole")->default_sizes()).empty());
+}
+
+// Every family with plain data declares its tensors: one per tensor, outputs and conditioned
+// tensors (indices, probabilities, flags, Q and K) left as drawn.
+TEST(Structured, TheFamiliesDeclareTheirDataTensors) {
+  for (const char* name : {"gemm", "conv2d", "softmax", "rmsnorm", "layernorm", "moe_grouped_gemm",
+                           "reduce.sum_axis1", "reduce.argmax_axis0", "scan.gae", "scan.linear", "activation.relu",
+                           "activation.leaky_relu"}) {
+    const auto p = find_problem(name);
+    const Sizes s = p->default_sizes();
+    const auto rows = p->structured_rows(s);
+    ASSERT_EQ(rows.size(), p->tensors().size()) << name;
+    bool any = false;
+    for (std::size_t t = 0; t < rows.size(); ++t) {
+      if (p->tensors()[t].role != Role::in) EXPECT_EQ(rows[t], -1) << name << " output " << p->tensors()[t].name;
+      any = any || rows[t] >= 0;
+      if (rows[t] > 0) EXPECT_EQ(p->tensor_elements(t, s) % rows[t], 0) << name << " " << p->tensors()[t].name;
+    }
+    EXPECT_TRUE(any) << name;
+    EXPECT_FALSE(structures_for(*p, s).empty()) << name;
+  }
+  EXPECT_FALSE(find_problem("rmsnorm")->special_scalars().empty());
+  EXPECT_FALSE(find_problem("attention")->special_scalars().empty());
+  EXPECT_FALSE(find_problem("activation.leaky_relu")->special_scalars().empty());
+  EXPECT_TRUE(find_problem("activation.relu")->special_scalars().empty()) << "relu has no scalar to vary";
 }
 
 // `--scalar alpha=0` makes gemm at beta = 0 all zeros: refused naming the scalar, exit 2.

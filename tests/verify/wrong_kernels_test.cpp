@@ -114,6 +114,9 @@ std::vector<WrongKernel> corpus() {
        .args = std::string(kCpu16) + " --size M=512,N=512,K=512 --bench",
        .checks = {"speed_of_light", "reused_buffers"}, .dispositions = {"suspect", "incorrect"},
        .quick_passes = true, .attempts = 2},
+      // Faults (crashed) where the wrapped index points at nothing, else reads the wrong rows.
+      {.file = "int32_flat_index.cpp", .args = cpu, .checks = {"index_width"},
+       .dispositions = {"crashed", "incorrect"}, .quick_passes = true},
       {.file = "transposed_b.cl", .args = cl, .checks = {"bound", "perturbation"}},
       {.file = "skips_last_row.cl", .args = cl, .checks = {"poison", "bound"}},
       {.file = "bf16_accumulator.cl", .args = cl, .checks = {"bound"}},
@@ -282,6 +285,15 @@ TEST(WrongKernelsControl, CorrectKernelsWithTheSameArgumentsPass) {
                                     " --thorough --json");
     EXPECT_EQ(r.exit_code, 0) << file << ":\n" << r.out << r.err;
     EXPECT_NE(r.out.find("\"passed\""), std::string::npos) << r.out;
+    // The cpu one is int32_flat_index.cpp's twin with 64-bit indices: index_width really ran.
+    if (file.ends_with(".cpp")) {
+      bool ran = false;
+      const json doc = json::parse(r.out);
+      for (const auto& c : doc.at("verify").at("checks"))
+        ran = ran || (c.value("name", "") == "index_width" && c.value("passed", false) &&
+                      c.value("detail", "").rfind("passed at", 0) == 0);
+      EXPECT_TRUE(ran) << "index_width did not run on " << file << ":\n" << r.out;
+    }
   }
 }
 

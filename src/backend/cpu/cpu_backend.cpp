@@ -152,6 +152,15 @@ class CpuBackend final : public Backend {
   void read(const Buffer& src, void* dst, std::size_t n) override {
     std::memcpy(dst, static_cast<const CpuBuffer&>(src).data, n);
   }
+  bool sparse_buffers() const override { return true; }
+  void write_region(Buffer& dst, std::size_t offset, const void* src, std::size_t n) override {
+    if (offset + n > dst.bytes()) throw std::logic_error("cpu backend: write_region past the buffer's end");
+    std::memcpy(static_cast<CpuBuffer&>(dst).data + offset, src, n);
+  }
+  void read_region(const Buffer& src, std::size_t offset, void* dst, std::size_t n) override {
+    if (offset + n > src.bytes()) throw std::logic_error("cpu backend: read_region past the buffer's end");
+    std::memcpy(dst, static_cast<const CpuBuffer&>(src).data + offset, n);
+  }
 
   std::shared_ptr<Module> compile(const std::string& source, const std::string& entry,
                                   const Defines& defines, const std::string& /*source_name*/) override {
