@@ -2,7 +2,8 @@
 """The overlapped multi-rank GEMMs (docs/overlap.md) at each fixed split and at the chosen one:
 `mpirun -n R kforge overlap P --chunks C` for C in 1, 2, 4, 8, 16 and 0 (chosen by the model),
 per problem and emulated link, interleaved round by round. Prints per configuration the medians
-over rounds of the serial and overlapped times, the exposed communication, the overlap
+over rounds of the serial and overlapped times (the overlapped time's and the per-round speedup's
+min..max beside), the exposed communication, the overlap
 efficiency, the percent of ideal, and the chosen split's time against the best fixed one.
 CPU timings; the ranks share the host's cores, so keep R at or below the core count.
 
@@ -40,9 +41,9 @@ def main():
     a = ap.parse_args()
     splits = [1, 2, 4, 8, 16, 0]
     print(f"# {a.ranks} ranks, {a.size}, {a.rounds} rounds; load average {os.getloadavg()[0]:.2f} at start")
-    print("| problem | link GB/s | chunks | serial ms | overlapped ms | exposed serial ms | exposed overlapped ms "
-          "| efficiency | % of ideal |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| problem | link GB/s | chunks | serial ms | overlapped ms (min..max) | serial / overlapped (min..max) "
+          "| exposed serial ms | exposed overlapped ms | efficiency | % of ideal |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for problem in ("ag_gemm", "gemm_rs"):
         for gbps in [float(x) for x in a.links.split(",")]:
             docs = {c: [] for c in splits}
@@ -56,12 +57,15 @@ def main():
                 label = f"{docs[c][0]['overlapped']['chunks']} (chosen)" if c == 0 else str(c)
                 if c != 0:
                     best = ov if best is None else min(best, ov)
-                print(f"| {problem} | {gbps:g} | {label} | {m(lambda d: d['serial']['time_s']) * 1e3:.1f} | {ov:.1f} | "
+                ovs = [d["overlapped"]["time_s"] * 1e3 for d in docs[c]]
+                sp = [d["serial"]["time_s"] / d["overlapped"]["time_s"] for d in docs[c]]
+                print(f"| {problem} | {gbps:g} | {label} | {m(lambda d: d['serial']['time_s']) * 1e3:.1f} | "
+                      f"{ov:.1f} ({min(ovs):.1f}..{max(ovs):.1f}) | {statistics.median(sp):.2f}x ({min(sp):.2f}..{max(sp):.2f}) | "
                       f"{m(lambda d: d['serial']['exposed_s']) * 1e3:.1f} | "
                       f"{m(lambda d: d['overlapped']['exposed_s']) * 1e3:.1f} | {m(lambda d: d['overlap_efficiency']):.2f} | "
                       f"{m(lambda d: d['percent_of_ideal']):.0f} |")
             chosen = statistics.median(d["overlapped"]["time_s"] for d in docs[0]) * 1e3
-            print(f"| {problem} | {gbps:g} | chosen / best fixed | | {chosen / best:.2f}x | | | | |")
+            print(f"| {problem} | {gbps:g} | chosen / best fixed | | {chosen / best:.2f}x | | | | | |")
     print(f"# load average {os.getloadavg()[0]:.2f} at end")
 
 
