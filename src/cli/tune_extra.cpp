@@ -9,6 +9,7 @@
 
 #include "cli/common.hpp"
 #include "kforge/error.hpp"
+#include "kforge/measure.hpp"
 #include "kforge/predict.hpp"
 #include "kforge/replay.hpp"
 #include "kforge/util.hpp"
@@ -95,13 +96,6 @@ namespace {
 
 std::string evals_text(int n) { return n < 0 ? std::string("never") : std::to_string(n); }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 }  // namespace
 
 int run_replay(const TuneExtras& x, const std::string& strategy, int budget, std::uint64_t seed, bool json) {
@@ -138,7 +132,7 @@ int run_replay(const TuneExtras& x, const std::string& strategy, int budget, std
         j.erase("trace");
         doc["runs"].push_back(j);
       }
-      doc["median_ratio_to_optimum"] = median(ratios);
+      doc["median_ratio_to_optimum"] = median_of(ratios);
     }
     fmt::print("{}\n", doc.dump(2));
     return kExitPassed;
@@ -161,7 +155,7 @@ int run_replay(const TuneExtras& x, const std::string& strategy, int budget, std
     return kExitPassed;
   }
   auto med = [](const std::vector<double>& v) {
-    const double m = median(v);
+    const double m = median_of(v);
     return m >= 1e299 ? std::string("never") : fmt::format("{:.4g}", m);
   };
   fmt::print("strategy {}, budget {}, seeds {}..{}: median best/optimum {}, median evaluations to within 5%: {}, "

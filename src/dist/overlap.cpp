@@ -19,6 +19,7 @@
 #include "dist/wire.hpp"
 #include "kforge/dist.hpp"
 #include "kforge/error.hpp"
+#include "kforge/measure.hpp"
 #include "kforge/problem.hpp"
 #include "kforge/rng.hpp"
 #include "kforge/verify.hpp"
@@ -363,12 +364,6 @@ void stop_followers() {
   broadcast(&c, sizeof c);
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
 // The shapes verified: the requested one and odd ones (a single element, fewer rows than ranks,
 // primes that divide into no block evenly).
 std::vector<Sizes> shapes_for(const Sizes& requested, int ranks) {
@@ -489,8 +484,8 @@ OverlapResult run_overlap(const OverlapOptions& o) {
       }
       res.serial.times_s = st;
       res.overlapped.times_s = ot;
-      res.serial.time_s = median(st), res.serial.compute_s = median(sc), res.serial.exposed_s = median(se);
-      res.overlapped.time_s = median(ot), res.overlapped.compute_s = median(oc), res.overlapped.exposed_s = median(oe);
+      res.serial.time_s = median_of(st), res.serial.compute_s = median_of(sc), res.serial.exposed_s = median_of(se);
+      res.overlapped.time_s = median_of(ot), res.overlapped.compute_s = median_of(oc), res.overlapped.exposed_s = median_of(oe);
       res.overlap_efficiency = res.serial.exposed_s > 0 ? 1 - res.overlapped.exposed_s / res.serial.exposed_s : 0;
       res.percent_of_ideal = res.overlapped.time_s > 0
                                  ? 100 * std::max(res.overlapped.compute_s, res.serial.exposed_s) / res.overlapped.time_s
