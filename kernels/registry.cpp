@@ -23,6 +23,7 @@ std::shared_ptr<Problem> make_gnn_aggregate_problem();  // kernels/sparse
 std::shared_ptr<Problem> make_lazy_reduce_problem(const std::string& which);  // kernels/lazy_reduce
 std::shared_ptr<Problem> make_signature_problem();  // kernels/signature
 std::shared_ptr<Problem> make_sigkernel_problem();  // kernels/signature
+std::shared_ptr<Problem> make_signature_grad_problem();  // kernels/signature
 
 const std::vector<std::shared_ptr<Problem>>& problems() {
   static const std::vector<std::shared_ptr<Problem>> all = {
@@ -63,8 +64,10 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_lazy_reduce_problem("gauss_sum"),
       make_lazy_reduce_problem("logsumexp"),
       make_lazy_reduce_problem("knn"),
+      make_lazy_reduce_problem("gauss_sum_grad"),
       make_signature_problem(),
       make_sigkernel_problem(),
+      make_signature_grad_problem(),
   };
   return all;
 }

@@ -44,12 +44,21 @@ class Formula {
   // the same text compiles as C++, OpenCL C and CUDA.
   [[nodiscard]] std::string emit_c() const;
 
+  // d f / d t_k, the derivative in pair term k (an index into terms()), as a formula over the
+  // same terms and scalars (so its t0, t1 mean the same), simplified: constants folded, 0 and 1
+  // absorbed, pow with a constant exponent by the power rule. Its text() is the derivative in
+  // the formula language. The chain to x and y (d sqdist/dx = 2(x - y), d dot/dx = y) is the
+  // caller's: kernels/lazy_reduce's gradient problems. Throws UsageError for abs, min and max
+  // (not differentiable everywhere: kforge has no subgradients).
+  [[nodiscard]] Formula derivative(int term) const;
+
  private:
   std::string text_;
   std::shared_ptr<const Node> root_;
   std::vector<std::string> scalars_;
   std::vector<Term> terms_;
   friend class FormulaParser;
+  friend class FormulaDifferentiator;
 };
 
 }  // namespace kforge

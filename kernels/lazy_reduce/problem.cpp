@@ -21,6 +21,7 @@
 #include "kforge/formula.hpp"
 #include "kforge/problem.hpp"
 #include "kforge/util.hpp"
+#include "grad.hpp"
 
 namespace kforge {
 namespace {
@@ -34,9 +35,11 @@ Reduce parse_reduce(const std::string& r) {
   throw UsageError("unknown reduction '" + r + "': use one of sum, logsumexp, min, argmin, kmin");
 }
 
-// Scalars become kernel parameters by name: they may not shadow the kernel's own names.
-void check_scalar_names(const Formula& f) {
-  static const char* reserved[] = {"N", "M", "D", "E", "K", "X", "Y", "B", "OUT", "DIST", "IDX", "T",
+}  // namespace
+
+// Scalars become kernel parameters by name: they may not shadow the kernels' own names.
+void check_lazy_scalar_names(const Formula& f) {
+  static const char* reserved[] = {"N", "M", "D", "E", "K", "X", "Y", "B", "G", "OUT", "DIST", "IDX", "T",
                                    "x", "y", "s_", "c", "i", "j", "d", "e", "k", "f", "int", "float",
                                    "double", "long", "return", "const", "if", "for", "while"};
   for (const auto& n : f.scalar_names()) {
@@ -49,6 +52,8 @@ void check_scalar_names(const Formula& f) {
   }
 }
 
+namespace {
+
 // Unit roundoff of fp32 with a factor 2 of safety for the first-order error analysis.
 constexpr double kU = 2.0 * 0x1p-24;
 
@@ -56,7 +61,7 @@ class LazyReduce final : public Problem, public AlternativeAnswers {
  public:
   LazyReduce(std::string name, const std::string& formula, Reduce r, Scalars trial_values)
       : name_(std::move(name)), f_(Formula::parse(formula)), r_(r), trial_(std::move(trial_values)) {
-    check_scalar_names(f_);
+    check_lazy_scalar_names(f_);
   }
   std::string name() const override { return name_; }
   std::string description() const override {
@@ -294,6 +299,9 @@ std::shared_ptr<Problem> make_lazy_reduce_problem(const std::string& which) {
   if (which == "gauss_sum")
     return std::make_shared<LazyReduce>("lazy_reduce.gauss_sum", "exp(-sqdist(x,y)/s)", Reduce::sum,
                                         Scalars{{"s0", 1.0}, {"s1", 0.25}});
+  if (which == "gauss_sum_grad")  // its gradient in x (kernels/lazy_reduce/grad_problem.cpp)
+    return make_lazy_grad_problem("lazy_reduce.gauss_sum_grad", "exp(-sqdist(x,y)/s)", 'x',
+                                  Scalars{{"s0", 1.0}, {"s1", 0.25}});
   if (which == "logsumexp")  // s = 0.001: exp underflows everywhere without the max shift
     return std::make_shared<LazyReduce>("lazy_reduce.logsumexp", "-sqdist(x,y)/s", Reduce::logsumexp,
                                         Scalars{{"s0", 1.0}, {"s1", 0.001}});
@@ -307,6 +315,16 @@ std::shared_ptr<Problem> make_lazy_reduce_formula_problem(const std::string& nam
   static std::map<std::string, std::shared_ptr<Problem>> made;
   std::lock_guard lock(mutex);
   if (auto it = made.find(name); it != made.end()) return it->second;
+  // "lazy_reduce:grad_<x|y|b>:sum:<formula>": the sum's gradient.
+  if (name.compare(12, 5, "grad_") == 0) {
+    const std::string wrt = name.substr(17, name.find(':', 17) - 17);
+    if ((wrt != "x" && wrt != "y" && wrt != "b") || name.compare(18, 5, ":sum:") != 0)
+      throw UsageError("problem '" + name + "': write lazy_reduce:grad_x:sum:<formula> (or grad_y, grad_b; "
+                       "gradients of the sum only), e.g. lazy_reduce:grad_x:sum:exp(-sqdist(x,y)/s)");
+    auto p = make_lazy_grad_problem(name, name.substr(23), wrt[0], Scalars{});
+    made[name] = p;
+    return p;
+  }
   const auto colon = name.find(':', 12);
   if (colon == std::string::npos)
     throw UsageError("problem '" + name + "': write lazy_reduce:<reduction>:<formula>, e.g. "

@@ -39,11 +39,17 @@ void InstanceOptions::add_to(CLI::App& app, bool problem_positional) {
   app.add_option("--formula", formula, "with problem lazy_reduce: f(x,y) reduced over y, e.g. "
                  "'exp(-sqdist(x,y)/s)' (docs/lazy-reduce.md)");
   app.add_option("--reduce", reduce, "with --formula: sum, logsumexp, min, argmin or kmin")->capture_default_str();
+  app.add_option("--grad", grad, "with --formula and --reduce sum: the sum's gradient in x, y or b "
+                 "(docs/lazy-reduce.md)")->check(CLI::IsMember({"x", "y", "b"}));
   app.parse_complete_callback([this] {
+    if (formula.empty() && !grad.empty())
+      throw UsageError("--grad goes with --formula: kforge verify lazy_reduce --formula 'exp(-sqdist(x,y)/s)' --grad x");
     if (formula.empty()) return;
     if (problem != "lazy_reduce")
       throw UsageError("--formula goes with problem lazy_reduce (got '" + problem + "'): kforge verify lazy_reduce --formula 'exp(-sqdist(x,y)/s)' --reduce sum");
-    problem = "lazy_reduce:" + reduce + ":" + formula;
+    if (!grad.empty() && reduce != "sum")
+      throw UsageError("--grad " + grad + " with --reduce " + reduce + ": kforge has gradients of the sum only; use --reduce sum");
+    problem = "lazy_reduce:" + (grad.empty() ? "" : "grad_" + grad + ":") + reduce + ":" + formula;
   });
 }
 

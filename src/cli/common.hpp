@@ -32,6 +32,8 @@ struct InstanceOptions {
   bool json = false;
   // `lazy_reduce --formula F --reduce R` names the problem "lazy_reduce:R:F" (kernels/lazy_reduce).
   std::string formula, reduce = "sum";
+  // With --formula: `--grad x|y|b` names its sum's gradient "lazy_reduce:grad_<x|y|b>:sum:F".
+  std::string grad;
   void add_to(CLI::App& app, bool problem_positional = true);
 };
 

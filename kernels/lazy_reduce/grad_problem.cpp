@@ -1,0 +1,204 @@
+// lazy_reduce gradients: for L = sum_i G_i sum_j f(x_i, y_j) b_j (G: the upstream gradient of
+// the sum's output, as autograd's backward receives it), with X (N,D), Y (M,D), B (M), G (N):
+//   wrt x  OUT (N,D) = G_i sum_j b_j sum_k df/dt_k * dt_k/dx_i     (a reduction over j)
+//   wrt y  OUT (M,D) = b_j sum_i G_i sum_k df/dt_k * dt_k/dy_j     (a reduction over i)
+//   wrt b  OUT (M)   = sum_i G_i f(x_i, y_j)                       (the plain sum over i)
+// with the pair terms' gradients d sqdist/dx = 2(x - y), d dot/dx = y (and x <-> y for y).
+// df/dt_k is Formula::derivative (symbolic, src/core/formula_grad.cpp); the reference evaluates
+// it in double, the kernels get it emitted as C. The pair terms are symmetric in x and y, so a
+// gradient in y is the gradient-in-x kernel with the two point sets' roles swapped.
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "kforge/error.hpp"
+#include "kforge/util.hpp"
+#include "grad.hpp"
+
+namespace kforge {
+namespace {
+
+class LazyGrad final : public Problem {
+ public:
+  LazyGrad(std::string name, const std::string& formula, char wrt, Scalars trial_values)
+      : name_(std::move(name)), f_(Formula::parse(formula)), wrt_(wrt), trial_(std::move(trial_values)) {
+    check_lazy_scalar_names(f_);
+    if (wrt_ != 'b')
+      for (std::size_t k = 0; k < f_.terms().size(); ++k) g_.push_back(f_.derivative(static_cast<int>(k)));
+  }
+  std::string name() const override { return name_; }
+  std::string description() const override {
+    return fmt::format("gradient in {} of sum_i G_i sum_j f b_j, f = {}{}", wrt_ == 'b' ? "B" : wrt_ == 'x' ? "X" : "Y",
+                       f_.text(), g_.empty() ? "" : "; df/dt0 = " + g_[0].text());
+  }
+  std::vector<std::string> size_names() const override { return {"N", "M", "D"}; }
+  Sizes default_sizes() const override { return {{"N", 4096}, {"M", 4096}, {"D", 3}}; }
+  std::vector<DType> dtypes() const override { return {DType::fp32}; }
+  std::vector<TensorSpec> tensors() const override {
+    return {{"X", Role::in}, {"Y", Role::in}, {"B", Role::in}, {"G", Role::in}, {"OUT", Role::out}};
+  }
+  std::vector<std::string> scalar_names() const override { return f_.scalar_names(); }
+  std::int64_t tensor_elements(std::size_t t, const Sizes& s) const override {
+    const std::int64_t N = s.at("N"), M = s.at("M"), D = s.at("D");
+    switch (t) {
+      case 0: return N * D;
+      case 1: return M * D;
+      case 2: return M;
+      case 3: return N;
+      default: return wrt_ == 'x' ? N * D : wrt_ == 'y' ? M * D : M;
+    }
+  }
+  Scalars scalars_for_trial(int trial) const override {
+    Scalars s;
+    for (const auto& n : f_.scalar_names()) {
+      const auto it = trial_.find(n + std::to_string(trial % 2));
+      s[n] = it != trial_.end() ? it->second : 1.0;
+    }
+    return s;
+  }
+  void check_sizes(const Sizes& s) const override {
+    Problem::check_sizes(s);
+    if (s.at("D") > 4096) throw UsageError("size D=" + std::to_string(s.at("D")) + " is above 4096, the kernels' limit");
+  }
+  void reference(const Instance& in, std::vector<std::vector<double>>& out,
+                 std::vector<std::vector<double>>& mag) const override;
+  double reduction_length(const Sizes&) const override { return 1; }  // the magnitude carries it
+  // Per pair: the terms (2 D + 8, as the sums count them), the derivative (8) and the D
+  // coordinates' chain and accumulation (4 D); the gradient in b is the sum's 2 D + 10.
+  double flops(const Sizes& s) const override {
+    const double D = static_cast<double>(s.at("D"));
+    return (wrt_ == 'b' ? 2 * D + 10 : 6 * D + 16) * static_cast<double>(s.at("N")) * static_cast<double>(s.at("M"));
+  }
+  double bytes(const Sizes& s, DType t) const override {
+    double e = 0;
+    for (std::size_t k = 0; k < 5; ++k) e += static_cast<double>(tensor_elements(k, s));
+    return e * dtype_size(t);
+  }
+  std::vector<std::string> kernel_specs() const override;
+
+ private:
+  std::string generated_prefix() const;
+
+  std::string name_;
+  Formula f_;
+  char wrt_;
+  std::vector<Formula> g_;  // df/dt_k for each pair term (none for the gradient in b)
+  Scalars trial_;
+};
+
+// Rows p are the output's points (X for x, Y for y and b), q the other set, summed over; wr
+// and wc the row's and the summed point's weights. Error scales in units of the fp32 roundoff,
+// as the sum's (problem.cpp): per pair and coordinate, v = sum_k g_k c_k with c the term's
+// gradient (2(p - q): one rounding; q: exact) has error sum_k (err(g_k)|c_k| + |g_k| err(c_k) +
+// 2 |g_k c_k|) (the products' roundings); the weighted sum over q adds (Q + 3) |wc v| per pair,
+// the row weight one more rounding.
+void LazyGrad::reference(const Instance& in, std::vector<std::vector<double>>& out,
+                         std::vector<std::vector<double>>& mag) const {
+  const std::int64_t N = in.sizes.at("N"), M = in.sizes.at("M");
+  const int D = static_cast<int>(in.sizes.at("D"));
+  const bool by_x = wrt_ == 'x';
+  const auto& P = in.tensors[by_x ? 0 : 1];
+  const auto& Q = in.tensors[by_x ? 1 : 0];
+  const auto& wr = in.tensors[by_x ? 3 : 2];
+  const auto& wc = in.tensors[by_x ? 2 : 3];
+  const std::int64_t rows = by_x ? N : M, inner = by_x ? M : N;
+  const int width = wrt_ == 'b' ? 1 : D;
+  std::vector<double> y(static_cast<std::size_t>(rows * width)), m(y.size());
+  const auto& terms = f_.terms();
+  parallel_for(rows, [&](std::int64_t r0, std::int64_t r1) {
+    std::vector<double> s(static_cast<std::size_t>(width)), a(s.size());
+    std::vector<Formula::Value> g(terms.size());
+    for (std::int64_t r = r0; r < r1; ++r) {
+      std::fill(s.begin(), s.end(), 0.0), std::fill(a.begin(), a.end(), 0.0);
+      const double* p = &P[r * D];
+      for (std::int64_t j = 0; j < inner; ++j) {
+        const double* q = &Q[j * D];
+        const double w = wc[j];
+        if (wrt_ == 'b') {
+          const auto f = f_.eval(p, q, D, in.scalars);
+          s[0] += f.v * w;
+          a[0] += f.err * std::fabs(w) + static_cast<double>(inner + 1) * std::fabs(f.v * w);
+          continue;
+        }
+        for (std::size_t k = 0; k < terms.size(); ++k) g[k] = g_[k].eval(p, q, D, in.scalars);
+        for (int d = 0; d < D; ++d) {
+          double v = 0, err = 0;
+          for (std::size_t k = 0; k < terms.size(); ++k) {
+            const bool sq = terms[k] == Formula::Term::sqdist;
+            const double c = sq ? 2 * (p[d] - q[d]) : q[d];
+            v += g[k].v * c;
+            err += g[k].err * std::fabs(c) + std::fabs(g[k].v * c) * (sq ? 3 : 2);
+          }
+          s[d] += w * v;
+          a[d] += std::fabs(w) * (err + static_cast<double>(inner + 3) * std::fabs(v));
+        }
+      }
+      const double w = wrt_ == 'b' ? 1.0 : wr[r];
+      for (int d = 0; d < width; ++d) {
+        y[r * width + d] = w * s[d];
+        m[r * width + d] = 2 * (std::fabs(w) * a[d] + std::fabs(w * s[d]));
+      }
+    }
+  });
+  out = tensor_list(std::move(y));
+  mag = tensor_list(std::move(m));
+}
+
+std::string LazyGrad::generated_prefix() const {
+  std::string p = fmt::format("// Generated by kforge: the gradient in {} of the sum of formula '{}'.\n", wrt_, f_.text());
+  for (std::size_t k = 0; k < g_.size(); ++k) p += fmt::format("// df/dt{} = {}\n", k, g_[k].text());
+  p += fmt::format("#define LZ_WRT {}\n", wrt_ == 'x' ? 0 : wrt_ == 'y' ? 1 : 2);
+  const auto& t = f_.terms();
+  p += fmt::format("#define LZ_NTERMS {}\n", t.size());
+  for (std::size_t k = 0; k < 2; ++k)
+    p += fmt::format("#define LZ_TERM{} {}\n", k, k < t.size() && t[k] == Formula::Term::dot ? 1 : 0);
+  p += "#define LZ_F(t0, t1) (" + f_.emit_c() + ")\n";
+  for (std::size_t k = 0; k < 2; ++k)
+    p += fmt::format("#define LZ_G{}(t0, t1) ({})\n", k, k < g_.size() ? g_[k].emit_c() : "0.0f");
+  std::string params;
+  for (const auto& n : f_.scalar_names()) params += ", float " + n;
+  p += "#define LZ_SCALAR_PARAMS " + params + "\n";
+  return p;
+}
+
+// As the sum's (problem.cpp): the family's gradient specs with the generated source, written
+// once per formula under the cache folder; the grid covers the output's rows.
+std::vector<std::string> LazyGrad::kernel_specs() const {
+  const std::string prefix = generated_prefix();
+  std::string key = prefix + name_;
+  for (const char* f : {"lazy_grad_cpu.json", "lazy_grad_opencl.json", "lazy_grad_cuda.json", "lazy_grad.cpp",
+                        "lazy_grad.cl", "lazy_grad.cu"})
+    key += embedded_file(std::string("kernels/lazy_reduce/") + f);
+  const auto dir = cache_dir("lazy_reduce") / fmt::format("{:016x}", hash64(key));
+  std::filesystem::create_directories(dir);
+  std::vector<std::string> paths;
+  for (const char* lang : {"cpu", "opencl", "cuda"}) {
+    auto spec = nlohmann::json::parse(embedded_file(std::string("kernels/lazy_reduce/lazy_grad_") + lang + ".json"));
+    spec["problem"] = name_;
+    spec["name"] = name_ + "." + lang;
+    if (wrt_ != 'x') {
+      std::string grid = spec["grid"][0];
+      grid.replace(grid.find("(N,"), 3, "(M,");
+      spec["grid"][0] = grid;
+    }
+    const std::string source = spec["source"];
+    const auto spec_path = dir / (std::string("lazy_grad_") + lang + ".json");
+    if (!std::filesystem::exists(spec_path)) {
+      write_file_atomic(dir / source, prefix + embedded_file("kernels/lazy_reduce/" + source));
+      write_file_atomic(spec_path, spec.dump(2));
+    }
+    paths.push_back(spec_path.string());
+  }
+  return paths;
+}
+
+}  // namespace
+
+std::shared_ptr<Problem> make_lazy_grad_problem(std::string name, const std::string& formula, char wrt,
+                                                Scalars trial_values) {
+  return std::make_shared<LazyGrad>(std::move(name), formula, wrt, std::move(trial_values));
+}
+
+}  // namespace kforge

@@ -1,0 +1,135 @@
+// Lazy-reduction gradients for the cpu backend (kernels/lazy_reduce/grad_problem.cpp has the
+// mathematics): rows p of the output (X for the gradient in x, Y for y and b), each reduced over
+// every point q of the other set, never an N x M buffer. kforge puts the formula in front as
+// #defines: LZ_WRT (0 x, 1 y, 2 b), LZ_NTERMS, LZ_TERM0/1 (0 sqdist, 1 dot), LZ_F(t0, t1) (the
+// formula), LZ_G0/LZ_G1(t0, t1) (its symbolic derivatives in the terms), LZ_SCALAR_PARAMS.
+// Without them: the Gaussian sum's gradient in x.
+//
+// As the sum (lazy_reduce.cpp): a block owns BI rows and walks the other set in tiles of TJ
+// points, copied transposed (D x TJ) so that every loop over the tile vectorizes. Per pair it
+// computes the terms, then w_k = df/dt_k * weight, then for each coordinate d the chain
+// sum_j w_0 * 2 (p_d - q_jd) + w_1 * q_jd (sqdist's and dot's gradients) into the row's D sums.
+//
+// Parameters (all #defines):
+//   BI  rows per block        TJ  points per tile (a multiple of the SIMD width, 16 floats)
+#ifndef LZ_WRT
+#define LZ_WRT 0
+#define LZ_NTERMS 1
+#define LZ_TERM0 0
+#define LZ_TERM1 0
+#define LZ_F(t0, t1) (expf((-(t0)) / s))
+#define LZ_G0(t0, t1) ((-expf((-(t0)) / s)) / s)
+#define LZ_G1(t0, t1) (0.0f)
+#define LZ_SCALAR_PARAMS , float s
+#endif
+#ifndef BI
+#define BI 16
+#endif
+#ifndef TJ
+#define TJ 64
+#endif
+#include <math.h>
+
+typedef kf_storage T;  // fp32
+typedef kf_vf vf;
+
+// The emitted formula's C functions on vectors of KF_VW pairs, as in lazy_reduce.cpp.
+static inline vf expf(vf x) { return kf_exp(x); }
+static inline vf fabsf(vf x) { return (vf)((kf_vi)x & 0x7fffffff); }
+static inline vf lz_vec(vf x) { return x; }
+static inline vf lz_vec(float x) { return kf_splat(x); }
+#define LZ_LANES(name, expr)                                                            \
+  static inline vf name(vf x) {                                                         \
+    vf r;                                                                               \
+    for (int e = 0; e < KF_VW; ++e) r[e] = expr;                                        \
+    return r;                                                                           \
+  }
+LZ_LANES(logf, __builtin_logf(x[e]))
+LZ_LANES(sqrtf, __builtin_sqrtf(x[e]))
+#define LZ_LANES2(name, expr)                                                           \
+  template <class A, class B>                                                           \
+  static inline vf name(A a, B b) {                                                     \
+    const vf x = lz_vec(a), y = lz_vec(b);                                              \
+    vf r;                                                                               \
+    for (int e = 0; e < KF_VW; ++e) r[e] = expr;                                        \
+    return r;                                                                           \
+  }
+LZ_LANES2(powf, __builtin_powf(x[e], y[e]))
+LZ_LANES2(fminf, __builtin_fminf(x[e], y[e]))
+LZ_LANES2(fmaxf, __builtin_fmaxf(x[e], y[e]))
+
+// t[j] = the pair term of p with each of the tile's points (qt: D rows of TJ).
+static inline void lz_term(int kind, const float* p, const float* qt, int D, float* t) {
+  for (int j = 0; j < TJ; ++j) t[j] = 0.0f;
+  for (int d = 0; d < D; ++d) {
+    const float pv = p[d];
+    const float* q = qt + (long long)d * TJ;
+    if (kind == 0)
+      for (int j = 0; j < TJ; ++j) t[j] += (pv - q[j]) * (pv - q[j]);
+    else
+      for (int j = 0; j < TJ; ++j) t[j] += pv * q[j];
+  }
+}
+
+// The term's gradient in p times the pair's weight w, summed over the tile, for coordinate d.
+static inline vf lz_chain(int kind, vf w, float pv, vf q) { return kind == 0 ? w * (2.0f * (pv - q)) : w * q; }
+
+static void lazy_grad_block(const kf_ctx& c, const T* X, const T* Y, const T* B, const T* G, T* OUT, int N,
+                            int M, int D LZ_SCALAR_PARAMS) {
+  // Rows, the summed set and their weights (grad_problem.cpp's table).
+  const T* P = LZ_WRT == 0 ? X : Y;
+  const T* Q = LZ_WRT == 0 ? Y : X;
+  const T* WR = LZ_WRT == 0 ? G : B;
+  const T* WC = LZ_WRT == 0 ? B : G;
+  const int rows = LZ_WRT == 0 ? N : M, inner = LZ_WRT == 0 ? M : N;
+  const int width = LZ_WRT == 2 ? 1 : D;
+  const int i0 = (int)c.block_idx.x * BI;
+  const int ni = rows - i0 < BI ? rows - i0 : BI;
+  float* qt = (float*)__builtin_alloca(sizeof(float) * (size_t)D * TJ);
+  float* acc = (float*)__builtin_alloca(sizeof(float) * (size_t)BI * width);
+  float t0[TJ], t1[TJ] = {}, w0[TJ], w1[TJ] = {}, wt[TJ];  // t1, w1 read (as zeros) by one-term formulas
+  for (int k = 0; k < BI * width; ++k) acc[k] = 0.0f;
+  for (int j0 = 0; j0 < inner; j0 += TJ) {
+    const int nj = inner - j0 < TJ ? inner - j0 : TJ;
+    for (int d = 0; d < D; ++d)
+      for (int j = 0; j < TJ; ++j) qt[(long long)d * TJ + j] = j < nj ? Q[(long long)(j0 + j) * D + d] : 0.0f;
+    for (int j = 0; j < TJ; ++j) wt[j] = j < nj ? WC[j0 + j] : 0.0f;
+    for (int r = 0; r < ni; ++r) {
+      const float* p = P + (long long)(i0 + r) * D;
+      lz_term(LZ_TERM0, p, qt, D, t0);
+      if (LZ_NTERMS > 1) lz_term(LZ_TERM1, p, qt, D, t1);
+#if LZ_WRT == 2
+      for (int j = 0; j < TJ; j += KF_VW) kf_store(w0 + j, LZ_F(kf_load(t0 + j), kf_load(t1 + j)));
+      for (int j = nj; j < TJ; ++j) w0[j] = 0.0f;  // the padding's f may be anything, even inf
+      vf s_ = kf_splat(0.0f);
+      for (int j = 0; j < TJ; j += KF_VW) s_ += kf_load(w0 + j) * kf_load(wt + j);
+      acc[r] += kf_hsum(s_);
+#else
+      for (int j = 0; j < TJ; j += KF_VW) {
+        const vf a = kf_load(t0 + j), b = kf_load(t1 + j), w = kf_load(wt + j);
+        kf_store(w0 + j, LZ_G0(a, b) * w);
+        if (LZ_NTERMS > 1) kf_store(w1 + j, LZ_G1(a, b) * w);
+      }
+      for (int j = nj; j < TJ; ++j) w0[j] = w1[j] = 0.0f;
+      for (int d = 0; d < D; ++d) {
+        const float pv = p[d];
+        const float* q = qt + (long long)d * TJ;
+        vf s_ = kf_splat(0.0f);
+        for (int j = 0; j < TJ; j += KF_VW) {
+          const vf qv = kf_load(q + j);
+          s_ += lz_chain(LZ_TERM0, kf_load(w0 + j), pv, qv);
+          if (LZ_NTERMS > 1) s_ += lz_chain(LZ_TERM1, kf_load(w1 + j), pv, qv);
+        }
+        acc[r * D + d] += kf_hsum(s_);
+      }
+#endif
+    }
+  }
+  for (int r = 0; r < ni; ++r) {
+    const long long i = i0 + r;
+    const float w = LZ_WRT == 2 ? 1.0f : WR[i];
+    for (int d = 0; d < width; ++d) OUT[i * width + d] = w * acc[r * width + d];
+  }
+}
+
+KF_KERNEL(lazy_grad, lazy_grad_block)

@@ -1,0 +1,140 @@
+// lazy_reduce gradients: symbolic derivatives of formulas (compact, refusing abs/min/max), the
+// double reference against central finite differences of the sum's double reference, the
+// generated kernels passing verification at odd shapes (cpu, opencl), wrong ones rejected.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kforge/backend.hpp"
+#include "kforge/error.hpp"
+#include "kforge/evaluate.hpp"
+#include "kforge/formula.hpp"
+#include "kforge/problem.hpp"
+#include "kernels/family_test.hpp"
+#include "test_util.hpp"
+
+namespace kforge {
+namespace {
+
+using test::describe;
+using test::library_request;
+
+TEST(LazyGrad, DerivativesAreSimplified) {
+  const Formula f = Formula::parse("exp(-sqdist(x,y)/s)");
+  EXPECT_EQ(f.derivative(0).text(), "(-(exp(((-sqdist(x,y)) / s)) / s))");
+  // The derivative is a formula: its text parses back to the same function of the terms.
+  const Formula g = Formula::parse("dot(x,y)*pow(sqdist(x,y)+1, -1.5) + log(2+dot(x,y)^2)");
+  const double x[] = {0.3, -1.2, 0.7}, y[] = {1.1, 0.4, -0.2};
+  const Scalars none;
+  for (int k = 0; k < 2; ++k) {
+    const Formula d = g.derivative(k);
+    const Formula back = Formula::parse(d.text());
+    EXPECT_NEAR(back.eval(x, y, 3, none).v, d.eval(x, y, 3, none).v, 1e-14) << d.text();
+  }
+  EXPECT_EQ(Formula::parse("sqdist(x,y)*2+abs(s)").derivative(0).text(), "2");
+  EXPECT_THROW((void)Formula::parse("abs(dot(x,y))").derivative(0), UsageError);
+  EXPECT_THROW((void)Formula::parse("min(sqdist(x,y), 1)").derivative(0), UsageError);
+}
+
+// The gradient reference against central differences of L = sum_i G_i (sum_j f b_j)_i, the
+// sum's own double reference, in every coordinate of X, Y and B. Central differences in double
+// with h = 1e-5 err by O(h^2) (~1e-10 relative) plus rounding ~1e-16 |L| / h: 1e-7 relative
+// to the gradient's largest entry is honest and far below any wrong derivative.
+TEST(LazyGrad, ReferenceMatchesFiniteDifferences) {
+  for (const std::string f : {"exp(-sqdist(x,y)/s)", "dot(x,y)*exp(-sqdist(x,y)/sigma)+1",
+                              "pow(sqdist(x,y)+1, -0.5)", "sqrt(sqdist(x,y)+eps)/(2+dot(x,y)^2)"}) {
+    const auto sum = find_problem("lazy_reduce:sum:" + f);
+    for (const char wrt : {'x', 'y', 'b'}) {
+      const auto grad = find_problem(std::string("lazy_reduce:grad_") + wrt + ":sum:" + f);
+      const Sizes s{{"N", 6}, {"M", 9}, {"D", 3}};
+      Instance in = grad->make_instance(s, DType::fp32, Distribution::normal, 7, 1);
+      for (auto& [name, v] : in.scalars) v = 0.7;
+      std::vector<std::vector<double>> g, mag;
+      grad->reference(in, g, mag);
+      Instance fw{{{"N", 6}, {"M", 9}, {"D", 3}, {"E", 1}}, DType::fp32, in.scalars,
+                  {in.tensors[0], in.tensors[1], in.tensors[2], std::vector<double>(6)}};
+      auto loss = [&] {
+        std::vector<std::vector<double>> o, m;
+        sum->reference(fw, o, m);
+        double l = 0;
+        for (int i = 0; i < 6; ++i) l += in.tensors[3][i] * o[0][i];
+        return l;
+      };
+      auto& v = fw.tensors[wrt == 'x' ? 0 : wrt == 'y' ? 1 : 2];
+      ASSERT_EQ(v.size(), g[0].size());
+      double scale = 0;
+      for (double e : g[0]) scale = std::max(scale, std::fabs(e));
+      ASSERT_GT(scale, 0);
+      for (std::size_t k = 0; k < v.size(); ++k) {
+        const double at = v[k], h = 1e-5;
+        v[k] = at + h;
+        const double up = loss();
+        v[k] = at - h;
+        const double down = loss();
+        v[k] = at;
+        EXPECT_NEAR((up - down) / (2 * h), g[0][k], 1e-7 * scale) << f << " wrt " << wrt << " entry " << k;
+      }
+    }
+  }
+}
+
+class LazyGradKernels : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    backend_ = make_backend(GetParam());
+    if (!backend_->can_run()) GTEST_SKIP() << "backend cannot run here: " << backend_->device();
+  }
+  std::unique_ptr<Backend> backend_;
+};
+
+TEST_P(LazyGradKernels, GaussSumGradPassesAtOddShapes) {
+  for (const Sizes& s : {Sizes{{"N", 37}, {"M", 263}, {"D", 3}}, Sizes{{"N", 5}, {"M", 129}, {"D", 11}},
+                         Sizes{{"N", 70}, {"M", 1}, {"D", 1}}}) {
+    const EvalResult r = evaluate(library_request("lazy_reduce.gauss_sum_grad", GetParam(), s), *backend_);
+    EXPECT_TRUE(r.passed()) << describe(r);
+  }
+}
+
+// Two pair terms, quick protocol: x, y and b on cpu; the swapped roles (y) on opencl.
+TEST_P(LazyGradKernels, FormulaGradientsPass) {
+  for (const char* wrt : {"x", "y", "b"}) {
+    if (GetParam() != "cpu" && std::string(wrt) != "y") continue;
+    const std::string name = std::string("lazy_reduce:grad_") + wrt + ":sum:dot(x,y)*exp(-sqdist(x,y)/sigma)+1";
+    EvalRequest req = library_request(name, GetParam(), {{"N", 29}, {"M", 41}, {"D", 10}});
+    req.verify.thorough = false;
+    const EvalResult r = evaluate(req, *backend_);
+    EXPECT_TRUE(r.passed()) << name << ": " << describe(r);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LazyGradKernels, ::testing::Values("cpu", "opencl"));
+
+EvalResult run_edited(const std::string& problem, const std::string& from, const std::string& to) {
+  auto backend = make_backend("cpu");
+  EvalRequest req = library_request(problem, "cpu", {{"N", 23}, {"M", 77}, {"D", 3}});
+  const auto at = req.kernel.source.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) req.kernel.source.replace(at, from.size(), to);
+  req.verify.thorough = false;
+  return evaluate(req, *backend);
+}
+
+TEST(LazyGradCpu, WrongKernelsAreRejected) {
+  // sqdist's gradient with the wrong sign, a derivative with the wrong sign, the control.
+  EXPECT_FALSE(run_edited("lazy_reduce.gauss_sum_grad", "w * (2.0f * (pv - q))", "w * (2.0f * (q - pv))").passed());
+  EXPECT_FALSE(run_edited("lazy_reduce.gauss_sum_grad", "#define LZ_G0(t0, t1) (", "#define LZ_G0(t0, t1) -(").passed());
+  EXPECT_FALSE(run_edited("lazy_reduce:grad_y:sum:dot(x,y)", "kind == 0 ?", "kind == 1 ?").passed());
+  const EvalResult ok = run_edited("lazy_reduce:grad_y:sum:dot(x,y)", "BI", "BI");
+  EXPECT_TRUE(ok.passed()) << describe(ok);
+}
+
+TEST(LazyGradCpu, BadNamesAreRefused) {
+  EXPECT_THROW((void)find_problem("lazy_reduce:grad_z:sum:dot(x,y)"), UsageError);
+  EXPECT_THROW((void)find_problem("lazy_reduce:grad_x:logsumexp:dot(x,y)"), UsageError);
+  EXPECT_THROW((void)find_problem("lazy_reduce:grad_x:sum:abs(dot(x,y))"), UsageError);
+  EXPECT_THROW((void)find_problem("lazy_reduce:grad_x:sum:dot(x,y)*G"), UsageError);  // G is the upstream
+}
+
+}  // namespace
+}  // namespace kforge

@@ -1,0 +1,84 @@
+// signature_grad: the double reference (the backward pass recomputing prefixes by exp(-Δ))
+// against central finite differences of the signature's own double reference; the cpu kernel
+// passing thorough verification at odd shapes; wrong kernels rejected.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kforge/backend.hpp"
+#include "kforge/evaluate.hpp"
+#include "kforge/problem.hpp"
+#include "kernels/family_test.hpp"
+#include "test_util.hpp"
+
+namespace kforge {
+namespace {
+
+using test::describe;
+using test::library_request;
+
+// L(X) = <GS, signature(X)> by the signature problem's reference; central differences with
+// h = 1e-5 err by O(h^2) relative (~1e-10) plus ~1e-16 |L| / h: 1e-7 of the gradient's largest
+// entry is honest and far below any wrong term.
+TEST(SignatureGrad, ReferenceMatchesFiniteDifferences) {
+  const auto grad = find_problem("signature_grad");
+  const auto sig = find_problem("signature");
+  for (const Sizes& s : {Sizes{{"B", 2}, {"L", 5}, {"D", 3}, {"LEVEL", 4}}, Sizes{{"B", 1}, {"L", 4}, {"D", 2}, {"LEVEL", 6}},
+                         Sizes{{"B", 2}, {"L", 3}, {"D", 4}, {"LEVEL", 1}}}) {
+    Instance in = grad->make_instance(s, DType::fp32, Distribution::normal, 11, 0);
+    std::vector<std::vector<double>> g, mag;
+    grad->reference(in, g, mag);
+    Instance fw{s, DType::fp32, {}, {in.tensors[0], std::vector<double>(in.tensors[1].size())}};
+    auto loss = [&] {
+      std::vector<std::vector<double>> o, m;
+      sig->reference(fw, o, m);
+      double l = 0;
+      for (std::size_t e = 0; e < o[0].size(); ++e) l += in.tensors[1][e] * o[0][e];
+      return l;
+    };
+    double scale = 0;
+    for (double e : g[0]) scale = std::max(scale, std::fabs(e));
+    ASSERT_GT(scale, 0);
+    auto& x = fw.tensors[0];
+    for (std::size_t k = 0; k < x.size(); ++k) {
+      const double at = x[k], h = 1e-5;
+      x[k] = at + h;
+      const double up = loss();
+      x[k] = at - h;
+      const double down = loss();
+      x[k] = at;
+      EXPECT_NEAR((up - down) / (2 * h), g[0][k], 1e-7 * scale) << "entry " << k << " LEVEL " << s.at("LEVEL");
+    }
+  }
+}
+
+TEST(SignatureGrad, CpuPassesAtOddShapes) {
+  auto backend = make_backend("cpu");
+  for (const Sizes& s : {Sizes{{"B", 3}, {"L", 37}, {"D", 3}, {"LEVEL", 4}}, Sizes{{"B", 2}, {"L", 17}, {"D", 2}, {"LEVEL", 6}},
+                         Sizes{{"B", 5}, {"L", 2}, {"D", 5}, {"LEVEL", 1}}}) {
+    const EvalResult r = evaluate(library_request("signature_grad", "cpu", s), *backend);
+    EXPECT_TRUE(r.passed()) << describe(r);
+  }
+}
+
+EvalResult run_edited(const std::string& from, const std::string& to) {
+  auto backend = make_backend("cpu");
+  EvalRequest req = library_request("signature_grad", "cpu", {{"B", 3}, {"L", 19}, {"D", 3}, {"LEVEL", 3}});
+  const auto at = req.kernel.source.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) req.kernel.source.replace(at, from.size(), to);
+  req.verify.thorough = false;
+  return evaluate(req, *backend);
+}
+
+TEST(SignatureGrad, WrongKernelsAreRejected) {
+  // Prefixes recovered with exp(+Δ) instead of exp(-Δ); the start point's share not subtracted.
+  EXPECT_FALSE(run_edited("neg[i] = -delta[i]", "neg[i] = delta[i]").passed());
+  EXPECT_FALSE(run_edited("gx[(t - 1) * D + i] -= gd[i]", "gx[(t - 1) * D + i] += 0.0f").passed());
+  const EvalResult ok = run_edited("PATHS", "PATHS");
+  EXPECT_TRUE(ok.passed()) << describe(ok);
+}
+
+}  // namespace
+}  // namespace kforge
