@@ -1,8 +1,9 @@
 // signature_grad for the cpu backend: GX (B,L,D) = d <GS, signature(X)> / dX, the mathematics
 // in grad_problem.cpp. Per path: the forward pass to the whole signature S, then the segments
-// backwards, recovering each prefix as S ⊗ exp(-Δ) instead of storing it, the adjoint through
-// the product with exp(Δ) and through exp(Δ) into Δ. Seven truncated tensors (with level 0,
-// row-major words) per thread, whatever L is.
+// backwards, recovering each prefix in place as S ⊗ exp(-Δ) instead of storing it, the adjoint
+// through the product with exp(Δ) and through exp(Δ) into Δ. The products with exp(±Δ) run by
+// Horner's rule (mul_exp_in_place); the adjoint is the general product's. Seven truncated
+// tensors' room (with level 0, row-major words) per thread, whatever L is.
 //
 // Parameters (all #defines):
 //   PATHS  paths per block
@@ -29,21 +30,6 @@ struct Levels {
   int D, N;
   long long off[9], size[9];
 };
-
-// C = A ⊗ E: C^k[uv] = sum_j A^j[u] E^(k-j)[v]; the inner loop over v is contiguous.
-static void tensor_mul(const Levels& lv, const float* A, const float* E, float* __restrict__ C) {
-  std::memset(C, 0, sizeof(float) * lv.off[lv.N + 1]);
-  for (int k = 0; k <= lv.N; ++k)
-    for (int j = 0; j <= k; ++j) {
-      const long long sm = lv.size[k - j];
-      const float* e = E + lv.off[k - j];
-      for (long long u = 0; u < lv.size[j]; ++u) {
-        const float a = A[lv.off[j] + u];
-        float* c = C + lv.off[k] + u * sm;
-        for (long long v = 0; v < sm; ++v) c[v] += a * e[v];
-      }
-    }
-}
 
 // adj A (ga) and adj E (ge) of C = A ⊗ E from adj C (gc), overwritten.
 static void tensor_mul_adjoint(const Levels& lv, const float* A, const float* E, const float* gc, float* __restrict__ ga,
@@ -91,14 +77,40 @@ static void tensor_exp_adjoint(const Levels& lv, const float* delta, const float
   }
 }
 
+// S <- S ⊗ exp(Δ) in place, levels from the top down (level k reads only lower, still old
+// levels), each by Horner's rule over the word's prefixes as signature.cpp does:
+//   R_0 = Δ/k,  R_m[u*D + i] = (R_(m-1)[u] + S^m[u]) Δ_i/(k-m),  S^k += R_(k-1)
+// about 1.3 D^k multiply-adds for level k instead of a general product's (k+1) D^k.
+static void mul_exp_in_place(const Levels& lv, float* S, const float* delta, float* R0, float* R1) {
+  const int D = lv.D;
+  for (int k = lv.N; k >= 1; --k) {
+    float* r = R0;
+    float* next = R1;
+    const float ik = 1.0f / (float)k;
+    for (int i = 0; i < D; ++i) r[i] = delta[i] * ik;
+    for (int m = 1; m < k; ++m) {
+      const float* sm = S + lv.off[m];
+      const float im = 1.0f / (float)(k - m);
+      for (long long u = 0; u < lv.size[m]; ++u) {
+        const float a = r[u] + sm[u];
+        for (int i = 0; i < D; ++i) next[u * D + i] = a * (delta[i] * im);
+      }
+      float* t = r;
+      r = next, next = t;
+    }
+    float* sk = S + lv.off[k];
+    for (long long w = 0; w < lv.size[k]; ++w) sk[w] += r[w];
+  }
+}
+
 static void signature_grad_block(const kf_ctx& c, const T* X, const T* GS, T* GX, int B, int L, int D, int LEVEL) {
   Levels lv;
   lv.D = D, lv.N = LEVEL, lv.off[0] = 0, lv.size[0] = 1;
   for (int k = 1; k <= LEVEL + 1; ++k) lv.off[k] = lv.off[k - 1] + lv.size[k - 1], lv.size[k] = lv.size[k - 1] * D;
   const long long n = lv.off[LEVEL + 1], siglen = n - 1, stride = (n + 15) & ~15LL;
   float* S = scratch(7 * stride + 3 * (long long)D);
-  float *A = S + stride, *E = A + stride, *Einv = E + stride, *gS = Einv + stride, *gA = gS + stride, *gE = gA + stride;
-  float *delta = gE + stride, *neg = delta + D, *gd = neg + D;
+  float *E = S + stride, *gS = E + stride, *gA = gS + stride, *gE = gA + stride;
+  float *R0 = gE + stride, *R1 = R0 + stride, *delta = R1 + stride, *neg = delta + D, *gd = neg + D;
   for (long long b = (long long)c.block_idx.x * PATHS; b < ((long long)c.block_idx.x + 1) * PATHS && b < B; ++b) {
     const T* x = X + b * L * D;
     T* gx = GX + b * L * D;
@@ -109,10 +121,7 @@ static void signature_grad_block(const kf_ctx& c, const T* X, const T* GS, T* GX
     S[0] = 1.0f;
     for (int t = 1; t < L; ++t) {
       increment(t);
-      tensor_exp(lv, delta, E);
-      tensor_mul(lv, S, E, A);
-      float* s = S;
-      S = A, A = s;
+      mul_exp_in_place(lv, S, delta, R0, R1);
     }
     gS[0] = 0.0f;
     for (long long e = 0; e < siglen; ++e) gS[e + 1] = GS[b * siglen + e];
@@ -120,15 +129,12 @@ static void signature_grad_block(const kf_ctx& c, const T* X, const T* GS, T* GX
     for (int t = L - 1; t >= 1; --t) {
       increment(t);
       tensor_exp(lv, delta, E);
-      tensor_exp(lv, neg, Einv);
-      tensor_mul(lv, S, Einv, A);  // the prefix before segment t
-      tensor_mul_adjoint(lv, A, E, gS, gA, gE);
+      mul_exp_in_place(lv, S, neg, R0, R1);  // the prefix before segment t, in place
+      tensor_mul_adjoint(lv, S, E, gS, gA, gE);
       for (int i = 0; i < D; ++i) gd[i] = 0.0f;
       tensor_exp_adjoint(lv, delta, E, gE, gd);
       for (int i = 0; i < D; ++i) gx[t * D + i] += gd[i], gx[(t - 1) * D + i] -= gd[i];
-      float* s = S;
-      S = A, A = s;
-      s = gS;
+      float* s = gS;
       gS = gA, gA = s;
     }
   }
