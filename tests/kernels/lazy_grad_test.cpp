@@ -136,5 +136,19 @@ TEST(LazyGradCpu, BadNamesAreRefused) {
   EXPECT_THROW((void)find_problem("lazy_reduce:grad_x:sum:dot(x,y)*G"), UsageError);  // G is the upstream
 }
 
+// The command line: --grad names the gradient problem; misuse exits 2 with the fix.
+TEST(LazyGradCli, GradOptionNamesTheProblem) {
+  const auto ok = test::kforge_cli("verify lazy_reduce --formula 'exp(-sqdist(x,y)/s)' --grad y --quick "
+                                   "--size N=19,M=23,D=2 --json");
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("lazy_reduce:grad_y:sum:exp(-sqdist(x,y)/s)"), std::string::npos) << ok.out;
+  const auto alone = test::kforge_cli("verify lazy_reduce --grad x");
+  EXPECT_EQ(alone.exit_code, 2);
+  EXPECT_NE(alone.err.find("--grad goes with --formula"), std::string::npos) << alone.err;
+  const auto lse = test::kforge_cli("verify lazy_reduce --formula 'dot(x,y)' --reduce logsumexp --grad x");
+  EXPECT_EQ(lse.exit_code, 2);
+  EXPECT_NE(lse.err.find("use --reduce sum"), std::string::npos) << lse.err;
+}
+
 }  // namespace
 }  // namespace kforge
