@@ -23,6 +23,7 @@ std::shared_ptr<Problem> make_gnn_aggregate_problem();  // kernels/sparse
 std::shared_ptr<Problem> make_lazy_reduce_problem(const std::string& which);  // kernels/lazy_reduce
 std::shared_ptr<Problem> make_signature_problem();  // kernels/signature
 std::shared_ptr<Problem> make_sigkernel_problem();  // kernels/signature
+std::shared_ptr<Problem> make_kernel_kmeans_problem();  // kernels/kernel_kmeans
 
 const std::vector<std::shared_ptr<Problem>>& problems() {
   static const std::vector<std::shared_ptr<Problem>> all = {
@@ -65,6 +66,7 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_lazy_reduce_problem("knn"),
       make_signature_problem(),
       make_sigkernel_problem(),
+      make_kernel_kmeans_problem(),
   };
   return all;
 }
