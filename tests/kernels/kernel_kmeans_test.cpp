@@ -108,5 +108,53 @@ TEST(KernelKmeansCpu, ReferenceMatchesTheExplicitGramFormula) {
     }
 }
 
+// Kernel k-means to convergence on cpu and opencl: the library kernel launched once per Lloyd
+// iteration on the same buffers (so SYNC must come back to zero each time), its labels fed
+// back, against the double reference iterated from the same initial labels; every iteration's
+// labels equal the reference's (or are accepted ties), and the run converges.
+TEST_P(KernelKmeans, IteratesToConvergenceLikeTheReference) {
+  auto backend = make_backend(GetParam());
+  if (!backend->can_run()) GTEST_SKIP() << "backend cannot run here: " << backend->device();
+  const auto p = find_problem("kernel_kmeans");
+  const auto* alt = dynamic_cast<const AlternativeAnswers*>(p.get());
+  const Sizes s{{"N", 263}, {"D", 2}, {"K", 5}};
+  Instance in = p->make_instance(s, DType::fp32, Distribution::normal, 11, 0);
+  in.scalars["gamma"] = 0.5;
+  const KernelSpec k = library_kernel(*p, GetParam() == "cpu" ? Lang::cpp : Lang::opencl, s);
+  const ParamValues params = k.resolve({});
+  Defines defines{{"KF_DTYPE_FP32", "1"}};
+  for (const auto& [name, v] : params) defines.emplace_back(name, std::to_string(v));
+  auto module = backend->compile(k.source, k.entry, defines, k.source_path);
+  std::vector<std::unique_ptr<Buffer>> bufs;
+  std::vector<Arg> args;
+  for (std::size_t t = 0; t < 5; ++t) {
+    std::vector<float> host(static_cast<std::size_t>(p->tensor_elements(t, s)), 0.0f);
+    if (t < 2) host.assign(in.tensors[t].begin(), in.tensors[t].end());
+    bufs.push_back(backend->alloc(host.size() * 4));
+    backend->write(*bufs.back(), host.data(), host.size() * 4);
+    args.push_back(Arg::buf(*bufs.back()));
+  }
+  for (const char* n : {"N", "D", "K"}) args.push_back(Arg::i(static_cast<std::int32_t>(s.at(n))));
+  args.push_back(Arg::f(0.5f));
+  bool converged = false;
+  int it = 0;
+  for (; it < 50 && !converged; ++it) {
+    backend->run(*module, k.geometry(params, s), args);
+    std::vector<float> next(263);
+    backend->read(*bufs[3], next.data(), next.size() * 4);
+    std::vector<std::vector<double>> ref, mag;
+    p->reference(in, ref, mag);
+    auto accepted = ref;
+    std::vector<double> got(next.begin(), next.end());
+    alt->accept_alternatives(in, {ref[0], got, {0.0}}, accepted);
+    ASSERT_EQ(got, accepted[1]) << "iteration " << it;
+    converged = got == in.tensors[1];
+    in.tensors[1] = got;
+    backend->write(*bufs[1], next.data(), next.size() * 4);
+  }
+  EXPECT_TRUE(converged) << it << " iterations";
+  EXPECT_GT(it, 2);  // the random start is not already a fixed point
+}
+
 }  // namespace
 }  // namespace kforge
