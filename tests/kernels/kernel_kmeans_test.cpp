@@ -47,7 +47,7 @@ TEST(KernelKmeansCpu, WrongKernelsAreRejected) {
   // The cluster term z_c left out.
   EXPECT_FALSE(run_edited("(row[c] / n[c]) + z[c]", "(row[c] / n[c])").passed());
   // Padding slots weighing 1: points at the origin join every cluster.
-  EXPECT_FALSE(run_edited("* kf_load(t.w + q * KF_VW)", "").passed());
+  EXPECT_FALSE(run_edited("kf_exp(d2[r] * -gamma) * w", "kf_exp(d2[r] * -gamma)").passed());
   // The counter never reset: the second launch has no last block, DIST keeps raw sums.
   EXPECT_FALSE(run_edited("__atomic_store_n(count, 0u, __ATOMIC_RELEASE);", "").passed());
   // The argmax for the argmin: every label but K = 1's is wrong.
