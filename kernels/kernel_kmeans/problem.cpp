@@ -9,9 +9,12 @@
 //               split-K semaphore convention, since one launch has no grid-wide barrier.
 // An empty cluster is infinitely far: DIST = FLT_MAX (finite, so it is compared exactly).
 // Labels are fp32 values, exact below 2^24, so N <= 2^24. fp32 only.
+#include <cblas.h>
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <thread>
 
 #include "kforge/alternative_answers.hpp"
 #include "kforge/error.hpp"
@@ -103,6 +106,9 @@ class KernelKmeans final : public Problem, public AlternativeAnswers {
     for (std::size_t k = 0; k < tensors().size(); ++k) e += static_cast<double>(tensor_elements(k, s));
     return e * dtype_size(t);
   }
+  std::function<void()> baseline(const Instance& in, int threads) const override;
+  std::string baseline_name() const override { return "explicit_gram_openblas"; }
+
   std::vector<std::string> kernel_specs() const override {
     return {"kernels/kernel_kmeans/kernel_kmeans_cpu.json", "kernels/kernel_kmeans/kernel_kmeans_opencl.json",
             "kernels/kernel_kmeans/kernel_kmeans_cuda.json"};
@@ -193,6 +199,51 @@ void KernelKmeans::accept_alternatives(const Instance& in, const std::vector<std
     const auto gi = i * K + static_cast<std::int64_t>(g), ri = i * K + static_cast<std::int64_t>(r);
     if (std::fabs(exact[0][gi] - exact[0][ri]) <= kU * (mag[0][gi] + mag[0][ri])) ref[1][i] = g;
   }
+}
+
+// The step as a user writes it with a BLAS (scikit-learn's rbf_kernel, then a product): the Gram
+// matrix G (N x N floats) from X X^T (sgemm) and the squared norms, exp over it, S = G onehot(L)
+// (sgemm), then the cluster terms and the argmin. G is rebuilt in every call, as kforge's kernel
+// recomputes its values: one step from X and L each. Above 2 GiB of Gram matrix there is no
+// baseline (it would not fit beside the rest on a 24 GiB machine).
+std::function<void()> KernelKmeans::baseline(const Instance& in, int threads) const {
+  const std::int64_t N = in.sizes.at("N"), D = in.sizes.at("D"), K = in.sizes.at("K");
+  if (N * N * 4 > (std::int64_t{2} << 30)) return {};
+  const float g = static_cast<float>(in.scalars.at("gamma"));
+  auto x = std::make_shared<std::vector<float>>(in.tensors[kX].begin(), in.tensors[kX].end());
+  auto lab = std::make_shared<std::vector<int>>(in.tensors[kL].begin(), in.tensors[kL].end());
+  auto G = std::make_shared<std::vector<float>>(static_cast<std::size_t>(N * N));
+  auto onehot = std::make_shared<std::vector<float>>(static_cast<std::size_t>(N * K));
+  auto S = std::make_shared<std::vector<float>>(static_cast<std::size_t>(N * K));
+  auto out = std::make_shared<std::vector<float>>(static_cast<std::size_t>(N * K + N));
+  const int nthreads = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
+  return [=] {
+    openblas_set_num_threads(nthreads);
+    const int n = static_cast<int>(N), d = static_cast<int>(D), k = static_cast<int>(K);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, d, 1.0f, x->data(), d, x->data(), d, 0.0f, G->data(), n);
+    std::vector<float> sq(static_cast<std::size_t>(N));
+    for (std::int64_t i = 0; i < N; ++i) sq[i] = (*G)[i * N + i];
+    parallel_for(N, [&](std::int64_t i0, std::int64_t i1) {
+      for (std::int64_t i = i0; i < i1; ++i)
+        for (std::int64_t j = 0; j < N; ++j)
+          (*G)[i * N + j] = std::exp(-g * std::max(0.0f, sq[i] + sq[j] - 2 * (*G)[i * N + j]));
+    });
+    std::fill(onehot->begin(), onehot->end(), 0.0f);
+    std::vector<float> cnt(static_cast<std::size_t>(K), 0.0f), z(cnt.size(), 0.0f);
+    for (std::int64_t i = 0; i < N; ++i) (*onehot)[i * K + (*lab)[i]] = 1.0f, cnt[(*lab)[i]] += 1.0f;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, k, n, 1.0f, G->data(), n, onehot->data(), k, 0.0f,
+                S->data(), k);
+    for (std::int64_t i = 0; i < N; ++i) z[(*lab)[i]] += (*S)[i * K + (*lab)[i]];
+    for (std::int64_t i = 0; i < N; ++i) {
+      int best = 0;
+      for (std::int64_t c = 0; c < K; ++c) {
+        float& dist = (*out)[i * K + c];
+        dist = cnt[c] > 0 ? 1.0f - 2.0f * (*S)[i * K + c] / cnt[c] + z[c] / cnt[c] / cnt[c] : FLT_MAX;
+        if (dist < (*out)[i * K + best]) best = static_cast<int>(c);
+      }
+      (*out)[N * K + i] = static_cast<float>(best);
+    }
+  };
 }
 
 }  // namespace
