@@ -43,15 +43,21 @@ EvalResult run_edited(const std::string& from, const std::string& to, const Size
   return evaluate(req, *backend);
 }
 
+// Each edit compiles and runs, and verification calls it incorrect (not a compile error).
+void expect_incorrect(const std::string& from, const std::string& to) {
+  const EvalResult r = run_edited(from, to);
+  EXPECT_EQ(r.disposition, Disposition::incorrect) << to << ": " << describe(r);
+}
+
 TEST(KernelKmeansCpu, WrongKernelsAreRejected) {
   // The cluster term z_c left out.
-  EXPECT_FALSE(run_edited("(row[c] / n[c]) + z[c]", "(row[c] / n[c])").passed());
+  expect_incorrect("(row[c] / n[c]) + z[c]", "(row[c] / n[c])");
   // Padding slots weighing 1: points at the origin join every cluster.
-  EXPECT_FALSE(run_edited("kf_exp(d2[r] * -gamma) * w", "kf_exp(d2[r] * -gamma)").passed());
+  expect_incorrect("kf_exp(d2[r] * -gamma) * w", "kf_exp(d2[r] * -gamma)");
   // The counter never reset: the second launch has no last block, DIST keeps raw sums.
-  EXPECT_FALSE(run_edited("__atomic_store_n(count, 0u, __ATOMIC_RELEASE);", "").passed());
+  expect_incorrect("__atomic_store_n(count, 0u, __ATOMIC_RELEASE);", "");
   // The argmax for the argmin: every label but K = 1's is wrong.
-  EXPECT_FALSE(run_edited("if (row[c] < row[best]) best = c;", "if (row[c] > row[best]) best = c;").passed());
+  expect_incorrect("if (row[c] < row[best]) best = c;", "if (row[c] > row[best]) best = c;");
   // Control: the same path with a no-op edit passes.
   const EvalResult ok = run_edited("BI", "BI");
   EXPECT_TRUE(ok.passed()) << describe(ok);
