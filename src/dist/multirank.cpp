@@ -167,7 +167,9 @@ OverlapResult lead(const App& app, const OverlapOptions& o) {
     for (const Sizes& s : app.odd_shapes(ranks)) shapes.push_back(problem->resolve_sizes(s));
     for (const Sizes& s : shapes) {
       res.shapes.push_back(s);
-      const bool big = s == requested && problem->flops(s) > 2e8;
+      // Large requested shapes: the normal distribution only (the reference and the instance,
+      // built on every rank, cost more than the runs); the odd shapes take every one.
+      const bool big = s == requested && (problem->flops(s) > 2e7 || app.output_rows(s) * app.output_cols(s) > (1 << 20));
       for (int rep = 0; rep < o.trials && res.verified; ++rep)
         for (int trial : app.trials())
           for (Distribution d : {Distribution::normal, Distribution::uniform, Distribution::wide}) {
