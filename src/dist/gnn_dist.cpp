@@ -103,7 +103,7 @@ class GnnRank {
     } else {
       sum_local();
       std::size_t left = gets.size();
-      int idle = 0;
+      multirank::Idle idle;
       bool skipped = false;
       while (left > 0) {
         bool progress = false;
@@ -119,9 +119,8 @@ class GnnRank {
           }
           sum_remote(g);
         }
-        if (progress) idle = 0;
-        else if (++idle > 1000) std::this_thread::sleep_for(std::chrono::microseconds(20));  // ranks share cores
-        else std::this_thread::yield();
+        if (progress) idle.reset();
+        else idle.wait();
       }
     }
     RankOutput r;

@@ -128,15 +128,16 @@ class MoeRank {
     for (std::int64_t e = 0; e < ep_.size; ++e)
       expert(ep_.begin + e, by_expert[e], [&](std::int64_t i, const float* r) { result(which[e][i], r); });
   }
+  // This rank's own pairs on local expert e (index in ep_), combined straight into y.
+  void compute_local(std::int64_t e) {
+    std::vector<const float*> rows;
+    std::vector<std::int32_t> pairs;
+    for (std::int32_t p : local_)
+      if (ids_[p] - ep_.begin == e) rows.push_back(x_.data() + (p / K_) * H_), pairs.push_back(p);
+    expert(ep_.begin + e, rows, [&](std::int64_t i, const float* r) { combine(pairs[i], r); });
+  }
   void compute_local() {
-    std::vector<std::vector<const float*>> by_expert(static_cast<std::size_t>(ep_.size));
-    std::vector<std::vector<std::int32_t>> pairs(static_cast<std::size_t>(ep_.size));
-    for (std::int32_t p : local_) {
-      by_expert[ids_[p] - ep_.begin].push_back(x_.data() + (p / K_) * H_);
-      pairs[ids_[p] - ep_.begin].push_back(p);
-    }
-    for (std::int64_t e = 0; e < ep_.size; ++e)
-      expert(ep_.begin + e, by_expert[e], [&](std::int64_t i, const float* r) { combine(pairs[e][i], r); });
+    for (std::int64_t e = 0; e < ep_.size; ++e) compute_local(e);
   }
   // Rows for rank d in send order: (expert, pair, features), packed (counted as compute).
   std::vector<char> pack(int d) {
@@ -263,10 +264,11 @@ class MoeRank {
     std::vector<int> next_chunk(ranks_, 0), next_batch(ranks_, 0), batches_out(ranks_, 0);
     std::vector<std::int64_t> rows_in(ranks_, 0), rows_done(ranks_, 0), back_done(ranks_, 0);
     std::vector<float> results;
-    bool local_done = false, skipped = false;
-    int idle = 0;
+    std::int64_t local_next = 0;  // this rank's own pairs: one local expert per pass
+    bool skipped = false;
+    multirank::Idle idle;
     for (;;) {
-      bool progress = false, finished = local_done;
+      bool progress = false, finished = local_next == ep_.size;
       for (int s = 0; s < ranks_; ++s) {
         if (s == rank_) continue;
         // Rows in from s: run them through the experts, put the results back to s.
@@ -303,13 +305,12 @@ class MoeRank {
                    back_done[s] == static_cast<std::int64_t>(send_[s].size());
       }
       if (finished) break;
-      if (!local_done) {  // this rank's own pairs, while the first rows travel
-        compute_local();
-        local_done = progress = true;
+      if (local_next < ep_.size) {  // own pairs between polls: rows from peers are served early
+        compute_local(local_next++);
+        progress = true;
       }
-      if (progress) idle = 0;
-      else if (++idle > 1000) std::this_thread::sleep_for(std::chrono::microseconds(20));  // ranks share cores
-      else std::this_thread::yield();
+      if (progress) idle.reset();
+      else idle.wait();
     }
   }
 

@@ -8,6 +8,7 @@
 // computes on its own from the instance.
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -97,6 +98,21 @@ inline void wait_until(Clock::time_point t0, double at) {
   for (double left; (left = at - seconds(t0)) > 0;)
     if (left > 100e-6) std::this_thread::sleep_for(std::chrono::duration<double>(left - 50e-6));
 }
+// A rank waiting on its peers in a polling loop: a few yields, then sleeps that grow to 200 us.
+// Ranks may share cores (--oversubscribe, a loaded host): a rank that spins takes the core from
+// the rank whose data it waits for.
+class Idle {
+ public:
+  void reset() { polls_ = 0; }
+  void wait() {
+    if (++polls_ <= 16) return std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::microseconds(std::min(200, 10 * (polls_ - 16))));
+  }
+
+ private:
+  int polls_ = 0;
+};
+
 // The rank that owns item i of n split into `parts` near-equal parts (overlap::part's inverse).
 [[nodiscard]] inline int owner_of(std::int64_t i, std::int64_t n, int parts) {
   int r = static_cast<int>((i * parts) / std::max<std::int64_t>(n, 1));
