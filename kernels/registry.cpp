@@ -20,10 +20,12 @@ std::shared_ptr<Problem> make_sddmm_problem();  // kernels/sparse
 std::shared_ptr<Problem> make_fusedmm_problem();  // kernels/sparse
 std::shared_ptr<Problem> make_spmspv_problem();   // kernels/sparse
 std::shared_ptr<Problem> make_gnn_aggregate_problem();  // kernels/sparse
+std::shared_ptr<Problem> make_gnn_attention_problem();  // kernels/sparse
 std::shared_ptr<Problem> make_lazy_reduce_problem(const std::string& which);  // kernels/lazy_reduce
 std::shared_ptr<Problem> make_signature_problem();  // kernels/signature
 std::shared_ptr<Problem> make_sigkernel_problem();  // kernels/signature
 std::shared_ptr<Problem> make_signature_grad_problem();  // kernels/signature
+std::shared_ptr<Problem> make_kernel_kmeans_problem();  // kernels/kernel_kmeans
 
 const std::vector<std::shared_ptr<Problem>>& problems() {
   static const std::vector<std::shared_ptr<Problem>> all = {
@@ -61,6 +63,7 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_fusedmm_problem(),
       make_spmspv_problem(),
       make_gnn_aggregate_problem(),
+      make_gnn_attention_problem(),
       make_lazy_reduce_problem("gauss_sum"),
       make_lazy_reduce_problem("logsumexp"),
       make_lazy_reduce_problem("knn"),
@@ -68,6 +71,7 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_signature_problem(),
       make_sigkernel_problem(),
       make_signature_grad_problem(),
+      make_kernel_kmeans_problem(),
   };
   return all;
 }

@@ -17,5 +17,11 @@ if(KFORGE_WITH_MPI)
               --kforge $<TARGET_FILE:kforge> --mpirun ${KFORGE_MPIRUN})
     set_tests_properties(dist_overlap PROPERTIES TIMEOUT 300 ENVIRONMENT
       "OPENBLAS_THREAD_TIMEOUT=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+    # The MoE layer and GNN aggregation across ranks (tests/dist/moe_gnn_dist_test.py).
+    add_test(NAME dist_moe_gnn
+      COMMAND ${KFORGE_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/dist/moe_gnn_dist_test.py
+              --kforge $<TARGET_FILE:kforge> --mpirun ${KFORGE_MPIRUN})
+    set_tests_properties(dist_moe_gnn PROPERTIES TIMEOUT 300 ENVIRONMENT
+      "OPENBLAS_THREAD_TIMEOUT=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
   endif()
 endif()

@@ -38,6 +38,7 @@ struct AgentOptions {
   std::uint64_t seed = 0x6b666f726765ull;  // part of the run key; derives the hidden seeds
   MeasureOptions measure;
   IsolationLimits limits;
+  bool index_width = true;       // thorough verification's index_width check (seconds a candidate)
   double proposer_timeout_s = 300;  // for each line the proposer owes
   std::filesystem::path out_dir;    // every attempt's source and spec, and best.<ext>
   std::string command;              // the command line, for the runs table

@@ -104,9 +104,19 @@ struct OverlapResult {
   OverlapForm serial, overlapped;
   double overlap_efficiency = 0;  // 1 - exposed_overlapped / exposed_serial
   double percent_of_ideal = 0;    // max(compute, communication) / overlapped time
+  // moe_dist, gnn_dist: exact transfer counts per rank at the timed shape ("names",
+  // "per_rank", "expected_per_rank", "context"); empty for the GEMMs.
+  nlohmann::json counts;
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
+// moe_dist and gnn_dist (src/dist/moe_dist.cpp, gnn_dist.cpp) run through the same options and
+// result: the MoE layer with experts spread over ranks (one-sided puts of the routed tokens
+// only, against MPI_Alltoallv) and GNN aggregation over a row-partitioned graph (remote rows
+// fetched while local ones are summed, against fetch-then-compute); their "serial" form is
+// the baseline, "overlapped" the overlapped form, `sizes` the moe_grouped_gemm / gnn_aggregate
+// sizes, and `counts` their exact transfer counts (checked against the routing / the graph).
+//
 // Rank 0: verifies both forms against the double reference (the gemm problem's, at the
 // requested sizes and a few odd shapes, every input distribution), then times them. Every other
 // rank takes part through serve(). Throws UsageError on bad options (exit 2).

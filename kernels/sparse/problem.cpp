@@ -1,7 +1,8 @@
 // The sparse family: spmm (CSR A times dense B) and sddmm (dense A times dense B^T, sampled at a
 // CSR pattern) here; fusedmm (SDDMM then SpMM in one kernel, fusedmm_problem.hpp) and spmspv
 // (CSC matrix times sparse vector, spmspv_problem.hpp), gnn_aggregate (GCN normalized sum and
-// GraphSAGE mean over a graph, gnn_problem.hpp); what they share (the structure inputs,
+// GraphSAGE mean over a graph, gnn_problem.hpp), gnn_attention (SDDMM, row softmax and SpMM:
+// graph attention, gnn_attention_problem.hpp); what they share (the structure inputs,
 // the pattern scalar, validation, perturbation) in sparse_problem.hpp. fp32 only: the indices
 // travel in the fp32 storage as exact integers (every index < 2^24 is exact in fp32), as moe's
 // expert ids do.
@@ -24,6 +25,7 @@
 #include <cmath>
 
 #include "fusedmm_problem.hpp"
+#include "gnn_attention_problem.hpp"
 #include "gnn_problem.hpp"
 #include "sparse_problem.hpp"
 #include "spmspv_problem.hpp"
@@ -207,5 +209,6 @@ std::shared_ptr<Problem> make_sddmm_problem() { return std::make_shared<Sddmm>()
 std::shared_ptr<Problem> make_fusedmm_problem() { return std::make_shared<sparse_family::Fusedmm>(); }
 std::shared_ptr<Problem> make_spmspv_problem() { return std::make_shared<sparse_family::Spmspv>(); }
 std::shared_ptr<Problem> make_gnn_aggregate_problem() { return std::make_shared<sparse_family::GnnAggregate>(); }
+std::shared_ptr<Problem> make_gnn_attention_problem() { return std::make_shared<sparse_family::GnnAttention>(); }
 
 }  // namespace kforge

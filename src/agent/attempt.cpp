@@ -74,6 +74,7 @@ EvalRequest request_for(const Session& s, const Candidate& c, std::uint64_t veri
   req.backend = s.o.backend;
   req.backend_options.threads = s.o.threads;
   req.verify.thorough = true;
+  req.verify.index_width = s.o.index_width;
   req.verify.seed = verify_seed;
   req.bench = true;
   req.baseline = !s.p.baseline_name().empty();

@@ -17,9 +17,12 @@ namespace kforge::agent {
 namespace {
 
 std::string run_key(const AgentOptions& o) {
-  const nlohmann::json key = {{"problem", o.problem}, {"sizes", o.sizes}, {"scalars", o.scalars},
-                              {"dtype", dtype_name(o.dtype)}, {"backend", o.backend},
-                              {"proposer", o.proposer}, {"seed", o.seed}};
+  nlohmann::json key = {{"problem", o.problem}, {"sizes", o.sizes}, {"scalars", o.scalars},
+                        {"dtype", dtype_name(o.dtype)}, {"backend", o.backend},
+                        {"proposer", o.proposer}, {"seed", o.seed}};
+  // Verdicts without the check are not the journal of a run with it (runs with it keep the
+  // keys they had before the option existed).
+  if (!o.index_width) key["index_width"] = false;
   return hex64(hash64(key.dump()));
 }
 

@@ -20,7 +20,7 @@ struct AgentCliOptions {
   int budget = 10, parallel = 1, threads = 0;
   std::uint64_t seed = 0x6b666f726765ull;
   double timeout_s = 120, memory_gib = 8, proposer_timeout_s = 300;
-  bool json = false;
+  bool json = false, no_index_width = false;
   MeasureFlags measure;
 };
 
@@ -60,6 +60,9 @@ void add_agent(CLI::App& app, int& code) {
   cmd->add_option("--memory", o->memory_gib, "GiB of address space a worker may use")->capture_default_str();
   cmd->add_option("--proposer-timeout", o->proposer_timeout_s, "seconds the proposer may take for one line")
       ->capture_default_str();
+  cmd->add_flag("--no-index-width", o->no_index_width,
+                "verify candidates without the index_width check (one input past 2^31 elements; "
+                "it costs seconds a candidate)");
   add_db_option(*cmd, o->db);
   o->measure.add_to(*cmd);
   cmd->add_flag("--json", o->json, "print the summary as one JSON document");
@@ -79,6 +82,7 @@ void add_agent(CLI::App& app, int& code) {
     o->measure.apply(a.measure);
     a.limits = {.timeout_s = o->timeout_s, .memory_bytes = static_cast<long long>(o->memory_gib * (1ll << 30))};
     a.proposer_timeout_s = o->proposer_timeout_s;
+    a.index_width = !o->no_index_width;
     a.out_dir = std::filesystem::absolute(o->out);  // the replay lines work from anywhere
     a.command = command_line();
     a.log = [](const std::string& line) { fmt::print(stderr, "kforge agent: {}\n", line); };

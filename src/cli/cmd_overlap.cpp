@@ -1,6 +1,7 @@
-// `mpirun -n R kforge overlap ag_gemm|gemm_rs`: the overlapped multi-rank GEMMs of
-// kforge/dist.hpp, verified against the gemm problem's double reference and timed serial beside
-// overlapped (docs/overlap.md). Without mpirun it runs on one rank (nothing to overlap).
+// `mpirun -n R kforge overlap ag_gemm|gemm_rs|moe_dist|gnn_dist`: the overlapped multi-rank
+// problems of kforge/dist.hpp, verified against the single-rank problem's double reference and
+// timed serial (the baseline) beside overlapped (docs/overlap.md). Without mpirun it runs on one
+// rank (nothing to overlap).
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
@@ -19,11 +20,32 @@ struct Options {
   bool json = false;
 };
 
+std::string shape_text(const Sizes& s) {
+  std::string t;
+  for (const auto& [k, v] : s) t += (t.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  return t;
+}
+
+// moe_dist, gnn_dist: what each rank moved, exactly (checked against the routing / the graph).
+void print_counts(const nlohmann::json& c) {
+  if (c.is_null() || !c.contains("per_rank")) return;
+  const auto names = c["names"].get<std::vector<std::string>>();
+  fmt::print("  {:<6}", "rank");
+  for (const auto& n : names) fmt::print(" {:>15}", n);
+  fmt::print("\n");
+  for (std::size_t r = 0; r < c["per_rank"].size(); ++r) {
+    fmt::print("  {:<6}", r);
+    for (const auto& v : c["per_rank"][r]) fmt::print(" {:>15}", v.get<std::int64_t>());
+    fmt::print("\n");
+  }
+  fmt::print("  counts equal the ones worked out from the inputs in every verified run; context: {}\n",
+             c["context"].dump());
+}
+
 void print(const dist::OverlapResult& r) {
   const auto& o = r.options;
-  fmt::print("{} on {} rank(s), M={},N={},K={}; link: {}\n", o["problem"].get<std::string>(), r.ranks,
-             r.shapes.empty() ? 0 : r.shapes.front().at("M"), r.shapes.empty() ? 0 : r.shapes.front().at("N"),
-             r.shapes.empty() ? 0 : r.shapes.front().at("K"), r.link);
+  fmt::print("{} on {} rank(s), {}; link: {}\n", o["problem"].get<std::string>(), r.ranks,
+             r.shapes.empty() ? std::string() : shape_text(r.shapes.front()), r.link);
   fmt::print("  verify: {} ({} runs over {} shapes, both forms; worst error/bound {:.3g})\n",
              r.verified ? "passed" : "FAILED", r.runs_checked, r.shapes.size(), r.worst_bound_ratio);
   if (!r.verified) {
@@ -39,25 +61,29 @@ void print(const dist::OverlapResult& r) {
              "(max(compute, communication) / overlapped time), speedup {:.2f}x; medians of {} rounds; CPU timings\n",
              r.overlap_efficiency, r.percent_of_ideal, r.serial.time_s / std::max(r.overlapped.time_s, 1e-12),
              r.serial.times_s.size());
+  print_counts(r.counts);
 }
 
 }  // namespace
 
 void add_overlap(CLI::App& app, int& code) {
   auto o = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand("overlap", "multi-rank GEMMs that overlap communication with compute (run under mpirun)");
-  cmd->add_option("problem", o->run.problem, "ag_gemm (all-gather of A, then GEMM) or gemm_rs (GEMM, then "
-                  "reduce-scatter of C)")->required();
-  cmd->add_option("--size,-s", o->sizes, "M, N, K of the whole GEMM, e.g. M=1024,N=1024,K=1024");
-  cmd->add_option("--chunks", o->run.chunks, "row chunks per block in the overlapped form (0: chosen from the "
-                  "measured rates)")->capture_default_str();
+  auto* cmd = app.add_subcommand("overlap", "multi-rank kernels that overlap communication with compute (run under "
+                                 "mpirun)");
+  cmd->add_option("problem", o->run.problem, "ag_gemm (all-gather of A, then GEMM), gemm_rs (GEMM, then "
+                  "reduce-scatter of C), moe_dist (MoE layer, experts over ranks, one-sided dispatch) or gnn_dist "
+                  "(GNN aggregation over a row-partitioned graph)")->required();
+  cmd->add_option("--size,-s", o->sizes, "sizes of the whole problem: M,N,K (GEMMs), T,H,F,E,K (moe_dist, as "
+                  "moe_grouped_gemm), M,N,NNZ (gnn_dist, as gnn_aggregate)");
+  cmd->add_option("--chunks", o->run.chunks, "chunks per block/peer in the overlapped form (0: chosen from the "
+                  "measured rates for the GEMMs, 4 for moe_dist and gnn_dist)")->capture_default_str();
   cmd->add_option("--link-latency-us", o->latency_us, "emulated link: latency per message")->capture_default_str();
   cmd->add_option("--link-gbps", o->gbps, "emulated link: GB/s per sending rank (0: MPI's own transfers only; the default gives a CPU rank an NVLink GPU's bytes per FLOP)")
       ->capture_default_str();
   cmd->add_option("--rounds", o->run.rounds, "timed rounds, the two forms in turn")->capture_default_str();
   cmd->add_option("--trials", o->run.trials, "verification trials per input distribution")->capture_default_str();
   cmd->add_option("--seed", o->run.seed, "seed of the input generator");
-  cmd->add_option("--fault", o->run.fault, "for tests: drop_chunk (the overlapped form skips a chunk)")->group("");
+  cmd->add_option("--fault", o->run.fault, "for tests: drop_chunk (the overlapped form skips a chunk / batch)")->group("");
   cmd->add_flag("--json", o->json, "print one JSON document");
   cmd->callback([o, &code] {
     o->run.sizes = parse_assignments(o->sizes);

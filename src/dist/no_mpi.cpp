@@ -25,7 +25,7 @@ std::vector<EvalResult> evaluate_all(const std::vector<EvalRequest>& requests, c
 }
 
 OverlapResult run_overlap(const OverlapOptions&) {
-  throw UsageError("this kforge was built without MPI: the multi-rank GEMMs need it (install libopenmpi-dev and rebuild)");
+  throw UsageError("this kforge was built without MPI: kforge overlap (ag_gemm, gemm_rs, moe_dist, gnn_dist) needs it (install libopenmpi-dev and rebuild)");
 }
 
 TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o, const TuneProgress& progress) {

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "dist/moe_gnn.hpp"
 #include "dist/overlap_model.hpp"
 #include "dist/wire.hpp"
 #include "kforge/dist.hpp"
@@ -378,11 +379,16 @@ std::vector<Sizes> shapes_for(const Sizes& requested, int ranks) {
 }  // namespace
 
 // The per-rank side of serve(): rank 0 sent the options.
-void follow_overlap(const nlohmann::json& options) { follow(OverlapOptions::from_json(options)); }
+void follow_overlap(const nlohmann::json& options) {
+  const OverlapOptions o = OverlapOptions::from_json(options);
+  if (const multirank::App* app = multirank_app(o.problem)) return multirank::follow(*app, o);
+  follow(o);
+}
 
 OverlapResult run_overlap(const OverlapOptions& o) {
+  if (const multirank::App* app = multirank_app(o.problem)) return multirank::lead(*app, o);  // moe_dist, gnn_dist
   if (o.problem != "ag_gemm" && o.problem != "gemm_rs")
-    throw UsageError("unknown multi-rank problem '" + o.problem + "': use ag_gemm or gemm_rs");
+    throw UsageError("unknown multi-rank problem '" + o.problem + "': use ag_gemm, gemm_rs, moe_dist or gnn_dist");
   if (o.chunks < 0 || o.chunks > 4096) throw UsageError("--chunks must be 0 (chosen) to 4096");
   if (o.rounds < 1) throw UsageError("--rounds must be at least 1");
   auto gemm = find_problem("gemm");

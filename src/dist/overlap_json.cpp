@@ -43,7 +43,8 @@ nlohmann::json OverlapResult::to_json() const {
           {"serial", form(serial)},
           {"overlapped", form(overlapped)},
           {"overlap_efficiency", overlap_efficiency},
-          {"percent_of_ideal", percent_of_ideal}};
+          {"percent_of_ideal", percent_of_ideal},
+          {"counts", counts}};
 }
 
 }  // namespace kforge::dist

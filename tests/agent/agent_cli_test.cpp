@@ -31,6 +31,9 @@ const std::string kDocs = std::string(KFORGE_TEST_DATA) + "/../../docs/schemas";
 // One thread: a two-thread pool on a loaded two-core host waits at every barrier, and its times
 // swing tenfold (the fast kernel once timed slower than the slow one).
 const std::string kInstance = "--problem gemm --size M=64,N=64,K=64 --threads 1 --min-time 0.05 --max-time 0.5";
+// The index_width check costs seconds a candidate; the tests that are not about it leave it out
+// (AgentRun and AgentResume keep the default, with it).
+const std::string kQuick = kInstance + " --no-index-width";
 
 std::filesystem::path scratch(const std::string& name) { return test::scratch_dir("kforge-agent-tests", name); }
 
@@ -189,6 +192,41 @@ std::size_t journaled(const std::filesystem::path& db) {
   }
 }
 
+// Candidates get the index_width check by default, and none with --no-index-width, whose
+// verdicts belong to a run of their own (a different run key: never resumed from the other).
+TEST(AgentIndexWidth, OnByDefaultAndOffAsARunOfItsOwn) {
+  const auto dir = scratch("index-width");
+  const auto db = dir / "results.db";
+  // The checks of the run's evaluations, read before the next run: the store keeps one
+  // evaluation per kernel, configuration and instance, the latest.
+  const auto checks_of = [&](const json& summary) {
+    std::vector<std::string> names;
+    const Store store(db);
+    for (const auto& a : store.agent_attempts(summary.at("run").get<std::int64_t>())) {
+      if (!a.evaluation_id) continue;
+      const auto e = store.evaluation(*a.evaluation_id);
+      for (const auto& c : e->verify.at("checks")) names.push_back(c.at("name").get<std::string>());
+    }
+    return names;
+  };
+  const std::string tail = " --budget 1 --proposer 'python3 " + kExamples + "/scripted.py " + kExamples +
+                           "/gemm/script.json' --db " + db.string() + " --out " + (dir / "out").string() + " --json";
+  const auto off = kforge_cli("agent " + kQuick + tail);
+  ASSERT_EQ(off.exit_code, 0) << off.out << off.err;
+  const json s_off = parse_or_fail(off);
+  const auto without = checks_of(s_off);
+  const auto on = kforge_cli("agent " + kInstance + tail);
+  ASSERT_EQ(on.exit_code, 0) << on.out << on.err;
+  const json s_on = parse_or_fail(on);
+  EXPECT_FALSE(s_on.at("resumed").get<bool>()) << "a run with the check resumed one without it";
+  EXPECT_NE(s_on.at("run_key"), s_off.at("run_key"));
+  const auto with = checks_of(s_on);
+  ASSERT_FALSE(with.empty());
+  ASSERT_FALSE(without.empty());
+  EXPECT_NE(std::find(with.begin(), with.end(), "index_width"), with.end());
+  EXPECT_EQ(std::find(without.begin(), without.end(), "index_width"), without.end());
+}
+
 TEST(AgentResume, AfterKillNineNoAttemptIsRepeated) {
   const auto dir = scratch("kill");
   const auto db = dir / "results.db";
@@ -226,7 +264,7 @@ TEST(AgentResume, AfterKillNineNoAttemptIsRepeated) {
 TEST(AgentParallel, ABatchOfTwoIsEvaluatedAtOnceAndAnsweredInOrder) {
   const auto dir = scratch("parallel");
   const auto log = dir / "log.jsonl";
-  const auto r = kforge_cli("agent " + kInstance + " --budget 4 --parallel 2 --proposer 'python3 " + kExamples +
+  const auto r = kforge_cli("agent " + kQuick + " --budget 4 --parallel 2 --proposer 'python3 " + kExamples +
                             "/scripted.py " + kExamples + "/gemm/script.json --log " + log.string() + "' --db " +
                             (dir / "results.db").string() + " --out " + (dir / "out").string() + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -253,7 +291,7 @@ TEST(AgentFeedback, ACompileErrorNamesTheLineOfTheCandidatesOwnSource) {
   }
   const auto log = dir / "log.jsonl";
   // A budget of 2 for a script of 1: the proposer stops after it.
-  const auto r = kforge_cli("agent " + kInstance + " --budget 2 --proposer 'python3 " + kExamples + "/scripted.py " +
+  const auto r = kforge_cli("agent " + kQuick + " --budget 2 --proposer 'python3 " + kExamples + "/scripted.py " +
                             (dir / "script.json").string() + " --log " + log.string() + "' --db " +
                             (dir / "results.db").string() + " --out " + (dir / "out").string() + " --json");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;  // nothing passed
@@ -318,7 +356,7 @@ std::vector<json> task_and_feedback(const std::filesystem::path& dir) {
 }
 
 test::CommandResult agent_on(const std::string& backend, const std::filesystem::path& dir) {
-  return kforge_cli("agent " + kInstance + " --backend " + backend + " --budget 1 --proposer 'python3 " + kExamples +
+  return kforge_cli("agent " + kQuick + " --backend " + backend + " --budget 1 --proposer 'python3 " + kExamples +
                     "/scripted.py " + (dir / "script.json").string() + " --log " + (dir / "log.jsonl").string() +
                     "' --db " + (dir / "results.db").string() + " --out " + (dir / "out").string() + " --json");
 }
@@ -377,7 +415,7 @@ TEST(AgentBackends, CudaWithoutAGpuCompilesAndReportsPtxas) {
 void expect_clean_failure(const std::string& name, const std::string& proposer, const std::string& says) {
   const auto dir = scratch(name);
   const auto db = dir / "results.db";
-  const auto r = kforge_cli("agent " + kInstance + " --budget 2 --proposer \"" + proposer + "\" --db " + db.string() +
+  const auto r = kforge_cli("agent " + kQuick + " --budget 2 --proposer \"" + proposer + "\" --db " + db.string() +
                             " --out " + (dir / "out").string());
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find(says), std::string::npos) << r.err;

@@ -408,7 +408,7 @@ class AgentEndToEnd(unittest.TestCase):
         env.pop("KFORGE_LLM_MODEL", None)
         cls.log = os.path.join(cls.dir, "received.jsonl")
         cmd = [KFORGE, "agent", "--problem", "gemm", "--size", "M=64,N=64,K=64", "--threads", "1",
-               "--min-time", "0.05", "--max-time", "0.5", "--budget", "4",
+               "--min-time", "0.05", "--max-time", "0.5", "--budget", "4", "--no-index-width",
                "--proposer", "python3 %s/examples/proposers/llm.py --log %s" % (ROOT, cls.log),
                "--db", os.path.join(cls.dir, "results.db"), "--out", os.path.join(cls.dir, "out"), "--json"]
         t0 = time.time()

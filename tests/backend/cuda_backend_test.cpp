@@ -153,6 +153,31 @@ TEST(CudaBackend, PtxasReportParsesTheEntryAmongOtherFunctions) {
   EXPECT_FALSE(cuda::parse_ptxas_report(log, "absent", "sm_90").entry.known());
 }
 
+// A source of several kernels: each entry is compiled and reported alone (its own shared
+// memory, not a neighbour's), and an entry with C++ linkage, whose mangled name ptxas cannot be
+// told before compiling, still compiles and reports.
+TEST(CudaBackend, EachEntryOfASourceOfSeveralReportsItsOwnResources) {
+  auto b = make_backend("cuda");
+  const std::string nonce =
+      std::to_string(std::chrono::steady_clock::now().time_since_epoch().count() % 1000000007);
+  const std::string src =
+      "extern \"C\" __global__ void small(float* x) {\n"
+      "  __shared__ float t[33]; t[threadIdx.x % 33] = x[threadIdx.x] * NONCE; __syncthreads();\n"
+      "  x[threadIdx.x] = t[(threadIdx.x + 1) % 33];\n}\n"
+      "extern \"C\" __global__ void large(float* x) {\n"
+      "  __shared__ float t[1031]; t[threadIdx.x % 1031] = x[threadIdx.x]; __syncthreads();\n"
+      "  x[threadIdx.x] = t[(threadIdx.x + 5) % 1031];\n}\n"
+      "template <int S> __global__ void templated(float* x) {\n"
+      "  __shared__ float t[S]; t[threadIdx.x % S] = x[threadIdx.x]; __syncthreads();\n"
+      "  x[threadIdx.x] = t[(threadIdx.x + 3) % S];\n}\n"
+      "template __global__ void templated<77>(float*);\n";
+  EXPECT_EQ(b->compile(src, "small", {{"NONCE", nonce}})->resources.shared_bytes, 33 * 4);
+  EXPECT_EQ(b->compile(src, "large", {{"NONCE", nonce}})->resources.shared_bytes, 1031 * 4);
+  const auto t = b->compile(src, "templated<77>", {{"NONCE", nonce}})->resources;
+  EXPECT_EQ(t.reported_by, "ptxas sm_90");
+  EXPECT_EQ(t.shared_bytes, 77 * 4);
+}
+
 TEST(CudaBackend, SyntaxErrorGivesCompileErrorWithTheLog) {
   auto b = make_backend("cuda");
   const std::string src =

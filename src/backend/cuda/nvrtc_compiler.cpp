@@ -2,6 +2,8 @@
 
 #include <nvrtc.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -18,6 +20,12 @@ struct ProgramDeleter {
   void operator()(nvrtcProgram p) const { nvrtcDestroyProgram(&p); }
 };
 using Program = std::unique_ptr<_nvrtcProgram, ProgramDeleter>;
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
 
 std::vector<std::string> options(const Defines& defines, const std::string& arch) {
   // ptxas's verbose report gives registers, spills and shared memory without a GPU.
@@ -46,14 +54,60 @@ std::string nvrtc_version() {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
+// Compiles with `opts` into out.image/entry_name/log; leaves out.image empty when ptxas did
+// not know the entry by its plain name; throws CompileError for every other failure.
+void nvrtc_compile(const std::string& source, const std::string& entry,
+                   const std::vector<std::string>& opts, Cubin& out) {
+  nvrtcProgram raw = nullptr;
+  if (nvrtcResult r = nvrtcCreateProgram(&raw, source.c_str(), "kernel.cu", 0, nullptr, nullptr);
+      r != NVRTC_SUCCESS)
+    throw CompileError("NVRTC could not create a program", nvrtcGetErrorString(r));
+  const Program prog(raw);
+  // Asking for the entry's lowered name makes NVRTC check that the source defines it, and
+  // gives its symbol even when it has C++ linkage.
+  nvrtcAddNameExpression(raw, entry.c_str());
+  std::vector<const char*> argv;
+  for (const auto& o : opts) argv.push_back(o.c_str());
+  const nvrtcResult r = nvrtcCompileProgram(raw, static_cast<int>(argv.size()), argv.data());
+  out.log = program_log(raw);
+  if (r != NVRTC_SUCCESS) {
+    if (opts.back().rfind("--ptxas-options=--entry=", 0) == 0 &&
+        out.log.find("Unknown function " + entry) != std::string::npos)
+      return;
+    if (out.log.find("__nv_name_map") != std::string::npos)
+      throw CompileError(
+          "the source defines no kernel '" + entry + "'",
+          "declare it as: extern \"C\" __global__ void " + entry + "(...)\n" + out.log);
+    throw CompileError(
+        std::string("CUDA compilation failed (") + nvrtcGetErrorString(r) + ", " + out.arch + ")",
+        out.log);
+  }
+  const char* lowered = nullptr;
+  if (nvrtcGetLoweredName(raw, entry.c_str(), &lowered) != NVRTC_SUCCESS || !lowered)
+    throw CompileError("the source defines no kernel '" + entry + "'", out.log);
+  out.entry_name = lowered;
+  std::size_t size = 0;
+  if (nvrtcGetCUBINSize(raw, &size) != NVRTC_SUCCESS || size == 0)
+    throw CompileError("NVRTC produced no CUBIN for " + out.arch, out.log);
+  out.image.resize(size);
+  nvrtcGetCUBIN(raw, out.image.data());
+}
+
 Cubin compile_cubin(const std::string& kernel_source, const std::string& entry,
                     const Defines& defines, const std::string& arch,
                     const std::string& source_name) {
   const std::string source =
       with_prelude("src/backend/cuda/prelude.cuh", kernel_source, source_name, "kernel.cu");
+  // ptxas compiles only the entry asked for when it is told its name: faster for a source of
+  // many kernels, and its report then holds that entry alone (on an H200 host the report of a
+  // source of several entries lost some entries' lines: ptxas's order is not specified). An
+  // entry with C++ linkage has a mangled name known only after compiling: for it ptxas says
+  // "Unknown function" and the source is compiled again, every entry in it.
   const std::vector<std::string> opts = options(defines, arch);
+  std::vector<std::string> one_entry = opts;
+  if (is_identifier(entry)) one_entry.push_back("--ptxas-options=--entry=" + entry);
   std::string key = "nvrtc " + nvrtc_version() + '\0' + entry + '\0' + source;
-  for (const auto& o : opts) key += '\0' + o;
+  for (const auto& o : one_entry) key += '\0' + o;
   const auto dir = cache_dir("cuda");
   const std::string stem = hex64(hash64(key));
   const auto cubin_path = dir / (stem + ".cubin"), name_path = dir / (stem + ".entry");
@@ -76,36 +130,10 @@ Cubin compile_cubin(const std::string& kernel_source, const std::string& entry,
   }
 
   const auto t0 = std::chrono::steady_clock::now();
-  nvrtcProgram raw = nullptr;
-  if (nvrtcResult r = nvrtcCreateProgram(&raw, source.c_str(), "kernel.cu", 0, nullptr, nullptr);
-      r != NVRTC_SUCCESS)
-    throw CompileError("NVRTC could not create a program", nvrtcGetErrorString(r));
-  const Program prog(raw);
-  // Asking for the entry's lowered name makes NVRTC check that the source defines it, and
-  // gives its symbol even when it has C++ linkage.
-  nvrtcAddNameExpression(raw, entry.c_str());
-  std::vector<const char*> argv;
-  for (const auto& o : opts) argv.push_back(o.c_str());
-  const nvrtcResult r = nvrtcCompileProgram(raw, static_cast<int>(argv.size()), argv.data());
-  out.log = program_log(raw);
-  if (r != NVRTC_SUCCESS) {
-    if (out.log.find("__nv_name_map") != std::string::npos)
-      throw CompileError(
-          "the source defines no kernel '" + entry + "'",
-          "declare it as: extern \"C\" __global__ void " + entry + "(...)\n" + out.log);
-    throw CompileError(
-        std::string("CUDA compilation failed (") + nvrtcGetErrorString(r) + ", " + arch + ")",
-        out.log);
-  }
-  const char* lowered = nullptr;
-  if (nvrtcGetLoweredName(raw, entry.c_str(), &lowered) != NVRTC_SUCCESS || !lowered)
-    throw CompileError("the source defines no kernel '" + entry + "'", out.log);
-  out.entry_name = lowered;
-  std::size_t size = 0;
-  if (nvrtcGetCUBINSize(raw, &size) != NVRTC_SUCCESS || size == 0)
-    throw CompileError("NVRTC produced no CUBIN for " + arch, out.log);
-  out.image.resize(size);
-  nvrtcGetCUBIN(raw, out.image.data());
+  out = Cubin{};
+  out.arch = arch;
+  nvrtc_compile(source, entry, one_entry, out);
+  if (out.image.empty()) nvrtc_compile(source, entry, opts, out);
   out.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   write_file_atomic(log_path, out.log);
