@@ -21,6 +21,7 @@
 #include "unfused.hpp"
 #include "kforge/error.hpp"
 #include "kforge/problem.hpp"
+#include "kforge/softmax_bound.hpp"
 #include "kforge/util.hpp"
 
 namespace kforge {
@@ -28,10 +29,8 @@ namespace {
 
 // The error model: what a correct fp32 kernel may get wrong, in units of fp32's roundoff u.
 // The reference turns it into a first-order bound per output element (see reference()).
-constexpr double kU = 0x1p-24;
 constexpr double kTrigUlps = 4;   // sin/cos of an fp32 angle (OpenCL's limit; CUDA 2, glibc 1)
 constexpr double kThetaUlps = 4;  // θ_d = pow(base, -2d/D) in fp32 (3 ulp), then pos·θ_d rounded
-constexpr double kExpUlps = 4;    // exp/exp2 of an fp32 argument, and its rounding
 constexpr double kExtraScoreUlps = 4;  // scale (and log2 e) folded into q, then s - max
 
 class Attention final : public Problem {
@@ -103,14 +102,8 @@ class Attention final : public Problem {
 
   // In double, materializing each row of scores. Beside each output, the first-order error
   // bound of a correct fp32 kernel, in units of u (so reduction_length is 1 and the verifier's
-  // γ_1 ≈ u turns it into an absolute bound). Per query row i, with the error E_ij of score
-  // s_ij (from RoPE's angle and sin/cos errors, the D-term dot product, and the roundings of
-  // the exponents s - max in the kernel's softmax):
-  //   |δO_id| <= 2·(Σ_j p_ij|v_jd|·E_ij + Σ_j p_ij|v_jd| · Σ_j p_ij·E_ij)   (softmax's conditioning)
-  //            + Σ_j p_ij|v_jd| · 2·(exp, rescaling and summation ulps over n keys)
-//            + n·2^-126·max_j |v_jd|   (weights that underflow are flushed to zero)
-  // The factor 2 on the first term covers the second-order terms while E·u is small; when it is
-  // not (E·u > 0.1), the bound is the convex hull's: |δO_id| <= 2·max_j |v_jd|.
+  // γ_1 ≈ u turns it into an absolute bound): include/kforge/softmax_bound.hpp's analysis, with
+  // the error E_ij of score s_ij from RoPE's angle and sin/cos errors and the D-term dot product.
   void reference(const Instance& in, std::vector<std::vector<double>>& out,
                  std::vector<std::vector<double>>& mag) const override {
     const std::int64_t B = in.sizes.at("B"), H = in.sizes.at("H"), HKV = in.sizes.at("HKV"),
@@ -153,14 +146,13 @@ class Attention final : public Problem {
 
     std::vector<double> o(B * H * S * D), m(B * H * S * D);
     parallel_for(B * H * S, [&](std::int64_t r0, std::int64_t r1) {
-      std::vector<double> s(S), e(S), err(S), w(D), x(D), vmax(D);
+      std::vector<double> s(S), err(S);
       for (std::int64_t row = r0; row < r1; ++row) {
         const std::int64_t i = row % S, bh = row / S, b = bh / H, h = bh % H;
         const std::int64_t kv = (b * HKV + h / (H / HKV)) * S;  // first row of this K/V head
         const double* q = &qr[row * D];
         const double* qe = &qw[row * D];
         const std::int64_t n = causal ? i + 1 : S;  // keys this query sees
-        double mx = -std::numeric_limits<double>::infinity();
         for (std::int64_t j = 0; j < n; ++j) {
           const double* k = &kr[(kv + j) * D];
           const double* kcj = &kc[(kv + j) * D];
@@ -171,42 +163,9 @@ class Attention final : public Problem {
           }
           s[j] = scale * dot;
           err[j] = scale * ej;
-          mx = std::max(mx, s[j]);
         }
-        double sum = 0, ebar = 0, emax = 0;
-        for (std::int64_t j = 0; j < n; ++j) {
-          sum += e[j] = std::exp(s[j] - mx);
-          // s - max is rounded once, and the rescalings' exponents (max_old - max_new) sum to
-          // at most max - s: each moves p_j by up to u·(max - s_j) relatively.
-          err[j] += 2 * (mx - s[j]);
-        }
-        std::fill(x.begin(), x.end(), 0.0);
-        std::fill(w.begin(), w.end(), 0.0);
-        std::fill(vmax.begin(), vmax.end(), 0.0);
-        double* orow = &o[row * D];
-        std::fill(orow, orow + D, 0.0);
-        for (std::int64_t j = 0; j < n; ++j) {
-          const double p = e[j] / sum;
-          ebar += p * err[j];
-          emax = std::max(emax, err[j]);
-          const double* v = &V[(kv + j) * D];
-          for (std::int64_t d = 0; d < D; ++d) {
-            orow[d] += p * v[d];
-            w[d] += p * std::fabs(v[d]);
-            x[d] += p * std::fabs(v[d]) * err[j];
-            vmax[d] = std::max(vmax[d], std::fabs(v[d]));
-          }
-        }
-        const double softmax_ulps =
-            2 * (kExpUlps + 2 + static_cast<double>(n) * (kExpUlps + 2) + 2.0 * n + 2);
-        for (std::int64_t d = 0; d < D; ++d) {
-          double bound = 2 * (x[d] + w[d] * ebar) + w[d] * softmax_ulps;
-          // Weights below fp32's normal range may be flushed to zero (FTZ, or an exp2 that
-          // stops at 2^-126): each of the n terms may lose 2^-126·|v| (the running sum is >= 1).
-          bound += static_cast<double>(n) * 0x1p-126 * vmax[d] / kU;
-          if (emax * kU > 0.1) bound = std::max(bound, 2 * vmax[d] / kU);
-          m[row * D + d] = bound;
-        }
+        softmax_weighted_sum(s, err, n, D, [&](std::int64_t j) { return &V[(kv + j) * D]; }, &o[row * D],
+                             &m[row * D]);
       }
     });
     out = tensor_list(std::move(o));

@@ -11,16 +11,16 @@
 // product of node features (the "graph transformer" form of GAT's attention); GAT's additive
 // score LeakyReLU(a·[Wh_r || Wh_c]) is the same computation with D = 2 and a different score.
 //
-// Bound: the attention family's first-order analysis (kernels/attention/problem.cpp), per row,
-// with each row's own edges: the error of each score (its D-term dot product, the scale, and
-// the rescalings of an online softmax, which move a weight by up to u·(max - s)), carried
-// through softmax's conditioning, plus the exp, sum and division roundings over the row's n
-// edges; past E·u > 0.1 the convex hull 2·max|v|. In units of u: reduction_length 1.
+// Bound: attention's first-order analysis (include/kforge/softmax_bound.hpp) per row, over the
+// row's own edges: each score's error (its D-term dot product and the scale) carried through
+// softmax's conditioning, plus the online softmax's own roundings over the row's n edges; past
+// E·u > 0.1 the convex hull 2·max|v|. In units of u: reduction_length 1.
 #include <Eigen/Sparse>
 #include <cmath>
 #include <limits>
 #include <memory>
 
+#include "kforge/softmax_bound.hpp"
 #include "sparse_problem.hpp"
 
 namespace kforge::sparse_family {
@@ -80,14 +80,11 @@ class GnnAttention final : public SparseProblem {
                &V = in.tensors[kV];
     std::vector<double> o(M * N, 0.0), m(M * N, 0.0);
     parallel_for(M, [&](std::int64_t r0, std::int64_t r1) {
-      std::vector<double> s, err, e, w(N), x(N), vmax(N);
+      std::vector<double> s, err;
       for (std::int64_t r = r0; r < r1; ++r) {
         const auto p0 = static_cast<std::int64_t>(rp[r]), n = static_cast<std::int64_t>(rp[r + 1]) - p0;
-        if (n == 0) continue;  // no edge: out = 0, exactly
         s.assign(n, 0.0);
         err.assign(n, 0.0);
-        e.assign(n, 0.0);
-        double mx = -std::numeric_limits<double>::infinity();
         for (std::int64_t p = 0; p < n; ++p) {
           const auto c = static_cast<std::int64_t>(ci[p0 + p]);
           double dot = 0, abs_dot = 0;
@@ -97,36 +94,10 @@ class GnnAttention final : public SparseProblem {
           }
           s[p] = scale * dot;
           err[p] = std::fabs(scale) * (static_cast<double>(D) + kExtraScoreUlps) * abs_dot;
-          mx = std::max(mx, s[p]);
         }
-        double sum = 0, ebar = 0, emax = 0;
-        for (std::int64_t p = 0; p < n; ++p) {
-          sum += e[p] = std::exp(s[p] - mx);
-          err[p] += 2 * (mx - s[p]);  // s - max rounded once, and the online rescalings
-        }
-        std::fill(w.begin(), w.end(), 0.0);
-        std::fill(x.begin(), x.end(), 0.0);
-        std::fill(vmax.begin(), vmax.end(), 0.0);
-        for (std::int64_t p = 0; p < n; ++p) {
-          const double a = e[p] / sum;
-          ebar += a * err[p];
-          emax = std::max(emax, err[p]);
-          const double* v = &V[static_cast<std::int64_t>(ci[p0 + p]) * N];
-          for (std::int64_t j = 0; j < N; ++j) {
-            o[r * N + j] += a * v[j];
-            w[j] += a * std::fabs(v[j]);
-            x[j] += a * std::fabs(v[j]) * err[p];
-            vmax[j] = std::max(vmax[j], std::fabs(v[j]));
-          }
-        }
-        const double nn = static_cast<double>(n);
-        const double softmax_ulps = 2 * (kExpUlps + 2 + nn * (kExpUlps + 2) + 2 * nn + 2);
-        for (std::int64_t j = 0; j < N; ++j) {
-          double bound = 2 * (x[j] + w[j] * ebar) + w[j] * softmax_ulps;
-          bound += nn * 0x1p-126 * vmax[j] / kU;  // weights below fp32's normal range flushed
-          if (emax * kU > 0.1) bound = std::max(bound, 2 * vmax[j] / kU);
-          m[r * N + j] = bound;
-        }
+        // a row without edges: out = 0 with a zero bound, so exactly 0
+        softmax_weighted_sum(s, err, n, N, [&](std::int64_t p) { return &V[static_cast<std::int64_t>(ci[p0 + p]) * N]; },
+                             &o[r * N], &m[r * N]);
       }
     });
     out = tensor_list(std::move(o));
@@ -197,8 +168,6 @@ class GnnAttention final : public SparseProblem {
 
  private:
   // What a correct fp32 kernel may get wrong, in units of fp32's roundoff u (as attention's).
-  static constexpr double kU = 0x1p-24;
-  static constexpr double kExpUlps = 4;         // exp of an fp32 argument, and its rounding
   static constexpr double kExtraScoreUlps = 4;  // the scale's product, then s - max
 };
 
