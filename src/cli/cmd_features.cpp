@@ -75,7 +75,7 @@ void add_features(CLI::App& app, int& code) {
     for (const Features* f : {&pf, &cf, &kf}) {
       if (f == &kf && !o->code) continue;
       fmt::print("{}\n", f == &pf ? "problem:" : f == &cf ? "configuration:" : "compiled code (static counts):");
-      for (std::size_t i = 0; i < f->names.size(); ++i) fmt::print("  {:<24} {:.6g}\n", f->names[i], f->values[i]);
+      for (std::size_t i = 0; i < f->names.size(); ++i) fmt::print("  {:<28} {:.6g}\n", f->names[i], f->values[i]);
     }
   });
 }
