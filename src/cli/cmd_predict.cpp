@@ -41,7 +41,7 @@ RecordedSpace training_space(const Opts& o) {
   return RecordedSpace::from_json(nlohmann::json::parse(export_kerneltuner(store, es)), store_path(o.db).string());
 }
 
-// Across sizes: PROBLEM with --space A.json,B.json,... (kforge's records, which carry their
+// Across sizes: PROBLEM with --space A.json,B.json,... (a list: kforge's records, which carry their
 // sizes): every row gets the problem's features at its space's sizes, so the model learns how
 // time, and the best configuration, move with size (`predict PROBLEM --sizes S --best`).
 int run_train_sized(const Opts& o) {
@@ -81,7 +81,7 @@ int run_train_sized(const Opts& o) {
 
 int run_train(const Opts& o) {
   if (o.out.empty()) throw UsageError("--train needs --out MODEL.json");
-  if (!o.problem.empty() && !o.space.empty()) return run_train_sized(o);
+  if (!o.problem.empty() && o.space.find(',') != std::string::npos) return run_train_sized(o);
   const RecordedSpace r = training_space(o);
   const Dataset d = dataset(r);
   const PerfModel m = PerfModel::train(r, o.mo);
