@@ -108,6 +108,7 @@ int run_rank(const Opts& o, const PerfModel& m) {
   std::optional<RecordedSpace> rec;
   Space space;
   std::vector<double> p;
+  std::string where;  // " at M=..,N=.." for a library kernel's space
   if (!o.space.empty()) {
     rec = RecordedSpace::load(o.space);
     space = rec->space;
@@ -117,6 +118,7 @@ int run_rank(const Opts& o, const PerfModel& m) {
     const auto problem = find_problem(o.problem);
     const Sizes sizes = problem->resolve_sizes(parse_assignments(o.sizes));
     space = Space::from_kernel(library_kernel(*problem, parse_lang(o.lang), sizes), sizes);
+    where = " at " + format_sizes(sizes);
     if (space.size() == 0) throw UsageError("the kernel of " + problem->name() + " has no valid configuration at " + format_sizes(sizes));
     if (knows_sizes(m)) {
       p = predict_space_at(m, problem_features(*problem, sizes, parse_dtype(o.dtype)), space);
@@ -137,7 +139,7 @@ int run_rank(const Opts& o, const PerfModel& m) {
     doc.push_back(e);
   }
   if (o.json) { fmt::print("{}\n", doc.dump(2)); return kExitPassed; }
-  fmt::print("{} configurations, the {} predicted fastest:\n{:>4} {:>12}{} configuration\n", space.size(), idx.size(), "#",
+  fmt::print("{} configurations{}, the {} predicted fastest:\n{:>4} {:>12}{} configuration\n", space.size(), where, idx.size(), "#",
              "predicted ms", rec ? fmt::format(" {:>12}", "recorded ms") : "");
   for (std::size_t i = 0; i < doc.size(); ++i)
     fmt::print("{:>4} {:>12.4g}{} {}\n", i + 1, doc[i]["predicted_ms"].get<double>(),
