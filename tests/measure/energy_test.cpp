@@ -66,8 +66,9 @@ TEST(Energy, TheModelAddsStaticPowerAndWork) {
 TEST(Energy, TuneObjectiveLabelsMeasuredOrModel) {
   const fs::path tree = test::scratch_dir("kforge-energy", "tune-tree"), none = test::scratch_dir("kforge-energy", "tune-none");
   zone(tree, "intel-rapl:0", "package-0", 1000, 262143328850);
+  // Its own store, so no other test's stored results are resumed.
   const std::string tune = "tune softmax --backend cpu --size M=33,N=70 --budget 2 --threads 1 --strategy random "
-                           "--objective energy";
+                           "--objective energy --db '" + (none / "results.db").string() + "'";
   for (const auto& [root, source] : {std::pair{tree, std::string("measured")}, std::pair{none, std::string("model")}}) {
     setenv("KFORGE_POWERCAP_ROOT", root.c_str(), 1);
     auto r = test::kforge_cli(tune + " --json");
