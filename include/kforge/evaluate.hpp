@@ -11,6 +11,7 @@
 
 #include "kforge/backend.hpp"
 #include "kforge/kernel.hpp"
+#include "kforge/energy.hpp"
 #include "kforge/measure.hpp"
 #include "kforge/subprocess.hpp"
 #include "kforge/verify.hpp"
@@ -69,6 +70,9 @@ struct EvalResult {
   std::string roof_remeasured;
   std::optional<Timing> baseline;
   std::string baseline_name;
+  // Joules per run beside the time: measured (RAPL) where readable, else the model; the
+  // source says which (kforge/energy.hpp).
+  std::optional<Energy> energy;
   [[nodiscard]] bool passed() const { return disposition == Disposition::passed; }
   [[nodiscard]] double speedup() const;  // baseline median / kernel median; 0 if either is missing
   [[nodiscard]] nlohmann::json to_json() const;

@@ -36,6 +36,13 @@ struct Features {
 [[nodiscard]] Features param_features(const std::vector<std::pair<std::string, double>>& params);
 // Sizes, FLOPs, bytes, arithmetic intensity, reduction length and dtype (its bytes per element).
 [[nodiscard]] Features problem_features(const Problem& p, const Sizes& s, DType t);
+// The instruction mix of an x86-64 disassembly (`objdump -d --no-show-raw-insn`, AT&T syntax),
+// its .text only: instructions, vector ones, vector FMAs, loads and stores (memory operands
+// read, or written in the destination place), branches, calls, instructions per register width
+// and the widest vector width used (bits). Static counts, not executed ones.
+[[nodiscard]] Features instruction_mix(const std::string& disassembly);
+// objdump -d of a compiled object (the cpu backend's cached .so); throws UsageError without objdump.
+[[nodiscard]] Features object_code_features(const std::string& object_file);
 
 struct Prediction {
   double time_ms = 0, lo_ms = 0, hi_ms = 0;  // median guess and its interval (see PerfModel)
@@ -78,6 +85,7 @@ class PerfModel {
 
   [[nodiscard]] const std::vector<std::string>& feature_names() const { return names_; }
   [[nodiscard]] const nlohmann::json& info() const { return info_; }  // kind, rows, interval, source
+  void annotate(const std::string& key, nlohmann::json v) { info_[key] = std::move(v); }  // saved with it
 
  private:
   struct Booster;
@@ -126,5 +134,23 @@ struct Representatives {
 [[nodiscard]] Representatives representatives(const Embedding& e, std::size_t k, std::uint64_t seed);
 // The whole set's total time estimated from the representatives' times: sum of time x weight.
 [[nodiscard]] double estimate_total(const Representatives& r, const std::vector<double>& time);
+
+// Parameter prediction for sizes never tuned (src/predict/sizes.cpp). A model trained on
+// several sizes' evaluations, each row the problem's features at its sizes followed by the
+// configuration's, predicts every configuration of the space at a new size; the fastest
+// predicted is the choice. Trees cannot extrapolate: sizes inside the tuned range predict best.
+[[nodiscard]] Features join(const Features& a, const Features& b);
+// Rows of every configuration of `r` with a time, each `problem` (the features of r's sizes)
+// joined with the configuration's.
+[[nodiscard]] Dataset sized_dataset(const RecordedSpace& r, const Features& problem);
+// Predicted log(time) of every configuration of `space` (by rank) at the sizes `problem` describes.
+[[nodiscard]] std::vector<double> predict_space_at(const PerfModel& m, const Features& problem, const Space& space);
+// The rank of the configuration predicted fastest (the first of equals).
+[[nodiscard]] std::size_t argmin(const std::vector<double>& v);
+// The baseline of parameter prediction: the index of the tuned size nearest `target`, Euclidean
+// over log2 of every size (a size missing on one side counts as 1). Throws when `tuned` is empty.
+[[nodiscard]] std::size_t nearest_size(const std::vector<Sizes>& tuned, const Sizes& target);
+// Whether the model was trained with problem features (sizes), i.e. can tell sizes apart.
+[[nodiscard]] bool knows_sizes(const PerfModel& m);
 
 }  // namespace kforge

@@ -18,6 +18,7 @@ namespace kforge {
 
 struct RecordedSpace {
   std::string path, device, kernel;
+  Sizes sizes;  // the problem's sizes, where the file says (kforge's records do; Kernel Tuner's not)
   Space space;
   std::vector<std::optional<double>> time_ms;  // by rank in `space`; none: a recorded failure
   std::vector<std::string> error;              // by rank; the recorded error string

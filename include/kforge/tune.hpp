@@ -33,6 +33,8 @@ struct TuneOptions {
   std::uint64_t seed = 1;
   double time_limit_s = 0;          // stop once this much evaluation time is spent (0: none)
   StrategyOptions strategy_options; // its budget is set from `budget`
+  // What the search minimizes and the winner is chosen by: see objective_value.
+  std::string objective = "time";
   // Results store hooks (kforge/store.hpp), both optional: `lookup` answers a request from
   // stored results, which then is not evaluated again (resume); `record` receives each
   // evaluation that ran, as soon as it ends.
@@ -45,6 +47,14 @@ struct TuneOptions {
   // MCP server's notifications/cancelled). Evaluations already run stay in the result.
   std::function<bool()> stop;
 };
+
+// The tuner's objectives: "time" (the median seconds), "energy" (joules per run, measured or
+// modelled: EvalResult::energy says which) and "edp" (energy-delay product: joules x seconds).
+[[nodiscard]] const std::vector<std::string>& objective_names();
+// Throws UsageError naming the objective and the choices when it is none of them.
+void check_objective(const std::string& objective);
+// The value to minimize; none when the result has no timing (or no energy for energy and edp).
+[[nodiscard]] std::optional<double> objective_value(const EvalResult& e, const std::string& objective);
 
 struct TuneResult {
   std::vector<EvalResult> evaluations;  // in the order run

@@ -13,13 +13,14 @@
 #include "kforge/predict.hpp"
 #include "kforge/replay.hpp"
 #include "kforge/store.hpp"
+#include "kforge/util.hpp"
 
 namespace kforge::cli {
 namespace {
 
 struct Opts {
-  std::string problem, sizes, params, model, space, db, out, kernel, backend, lang = "cpp";
-  bool train = false, rank = false, json = false;
+  std::string problem, sizes, params, model, space, db, out, kernel, backend, lang = "cpp", dtype = "fp32";
+  bool train = false, rank = false, best = false, json = false;
   int top = 10, cv = 0, representatives = 0, neighbours = 0;
   std::uint64_t seed = 1;
   ModelOptions mo;
@@ -40,8 +41,47 @@ RecordedSpace training_space(const Opts& o) {
   return RecordedSpace::from_json(nlohmann::json::parse(export_kerneltuner(store, es)), store_path(o.db).string());
 }
 
+// Across sizes: PROBLEM with --space A.json,B.json,... (a list: kforge's records, which carry their
+// sizes): every row gets the problem's features at its space's sizes, so the model learns how
+// time, and the best configuration, move with size (`predict PROBLEM --sizes S --best`).
+int run_train_sized(const Opts& o) {
+  const auto problem = find_problem(o.problem);
+  const DType dtype = parse_dtype(o.dtype);
+  Dataset d;
+  nlohmann::json sources = nlohmann::json::array();
+  for (const std::string& raw : split(o.space, ',')) {
+    const std::string path = trim(raw);
+    if (path.empty()) continue;
+    const RecordedSpace r = RecordedSpace::load(path);
+    if (r.sizes.empty())
+      throw UsageError(path + " does not say its sizes (kforge's `tune --record` files do); train on it without a "
+                       "PROBLEM for a model of that one size");
+    const Sizes sizes = problem->resolve_sizes(r.sizes);
+    const Dataset part = sized_dataset(r, problem_features(*problem, sizes, dtype));
+    d.rows.insert(d.rows.end(), part.rows.begin(), part.rows.end());
+    d.time_ms.insert(d.time_ms.end(), part.time_ms.begin(), part.time_ms.end());
+    sources.push_back({{"file", path}, {"sizes", format_sizes(sizes)}, {"configurations", part.rows.size()}});
+  }
+  if (sources.size() < 2)
+    throw UsageError("--train across sizes needs two or more recorded spaces: --space A.json,B.json (one per size)");
+  PerfModel m = PerfModel::train(d.rows, d.time_ms, o.mo);
+  m.annotate("source", {{"problem", problem->name()}, {"dtype", o.dtype}, {"spaces", sources}});
+  m.save(o.out);
+  nlohmann::json doc{{"model", o.out}, {"info", m.info()}, {"features", m.feature_names()}};
+  if (o.cv > 0)
+    for (const auto& f : cross_validate(d, o.cv, o.mo)) doc["cv"].push_back({{"mape", f.mape}, {"spearman", f.spearman}});
+  if (o.json) { fmt::print("{}\n", doc.dump(2)); return kExitPassed; }
+  fmt::print("trained a {} model of log(time) on {} configurations of {} at {} sizes, {} features -> {}\n", o.mo.kind,
+             d.rows.size(), problem->name(), sources.size(), m.feature_names().size(), o.out);
+  for (std::size_t k = 0; doc.contains("cv") && k < doc["cv"].size(); ++k)
+    fmt::print("  fold {}: MAPE {:.1f}%, Spearman {:.3f}\n", k + 1, 100 * doc["cv"][k]["mape"].get<double>(),
+               doc["cv"][k]["spearman"].get<double>());
+  return kExitPassed;
+}
+
 int run_train(const Opts& o) {
   if (o.out.empty()) throw UsageError("--train needs --out MODEL.json");
+  if (!o.problem.empty() && o.space.find(',') != std::string::npos) return run_train_sized(o);
   const RecordedSpace r = training_space(o);
   const Dataset d = dataset(r);
   const PerfModel m = PerfModel::train(r, o.mo);
@@ -62,20 +102,32 @@ int run_train(const Opts& o) {
   return kExitPassed;
 }
 
-// The space to rank: a recorded one (its recorded times shown beside), or a library kernel's.
+// The space to rank: a recorded one (its recorded times shown beside), or a library kernel's at
+// --sizes (a model trained across sizes predicts at those sizes: parameter prediction).
 int run_rank(const Opts& o, const PerfModel& m) {
   std::optional<RecordedSpace> rec;
   Space space;
+  std::vector<double> p;
+  std::string where;  // " at M=..,N=.." for a library kernel's space
   if (!o.space.empty()) {
     rec = RecordedSpace::load(o.space);
     space = rec->space;
+    p = m.predict_space(space);
   } else {
-    if (o.problem.empty()) throw UsageError("--rank needs --space CACHE.json or a PROBLEM");
+    if (o.problem.empty()) throw UsageError(std::string(o.best ? "--best" : "--rank") + " needs a PROBLEM (or --space CACHE.json)");
     const auto problem = find_problem(o.problem);
     const Sizes sizes = problem->resolve_sizes(parse_assignments(o.sizes));
     space = Space::from_kernel(library_kernel(*problem, parse_lang(o.lang), sizes), sizes);
+    where = " at " + format_sizes(sizes);
+    if (space.size() == 0) throw UsageError("the kernel of " + problem->name() + " has no valid configuration at " + format_sizes(sizes));
+    if (knows_sizes(m)) {
+      p = predict_space_at(m, problem_features(*problem, sizes, parse_dtype(o.dtype)), space);
+    } else {
+      if (o.best && !o.json)
+        fmt::print("note: {} was trained at one size (no size features): it ranks as at that size\n", o.model);
+      p = m.predict_space(space);
+    }
   }
-  const std::vector<double> p = m.predict_space(space);
   std::vector<std::size_t> idx(p.size());
   std::iota(idx.begin(), idx.end(), 0);
   std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return p[a] < p[b]; });
@@ -87,7 +139,7 @@ int run_rank(const Opts& o, const PerfModel& m) {
     doc.push_back(e);
   }
   if (o.json) { fmt::print("{}\n", doc.dump(2)); return kExitPassed; }
-  fmt::print("{} configurations, the {} predicted fastest:\n{:>4} {:>12}{} configuration\n", space.size(), idx.size(), "#",
+  fmt::print("{} configurations{}, the {} predicted fastest:\n{:>4} {:>12}{} configuration\n", space.size(), where, idx.size(), "#",
              "predicted ms", rec ? fmt::format(" {:>12}", "recorded ms") : "");
   for (std::size_t i = 0; i < doc.size(); ++i)
     fmt::print("{:>4} {:>12.4g}{} {}\n", i + 1, doc[i]["predicted_ms"].get<double>(),
@@ -179,7 +231,11 @@ void add_predict(CLI::App& app, int& code) {
   cmd->add_option("--model,-m", o->model, "the model file (from --train)");
   cmd->add_flag("--train", o->train, "train a model and write it to --out");
   cmd->add_flag("--rank", o->rank, "rank the configurations of --space or of the PROBLEM's kernel by predicted time");
-  cmd->add_option("--space", o->space, "a recorded space (Kernel Tuner cache JSON): train on it, or rank it");
+  cmd->add_option("--space", o->space, "a recorded space (Kernel Tuner cache JSON): train on it, or rank it; "
+                  "PROBLEM --train --space A.json,B.json: train across sizes on kforge's records of several sizes");
+  cmd->add_flag("--best", o->best, "PROBLEM --sizes S: the configuration predicted fastest at those sizes "
+                "(a model trained across sizes predicts sizes never tuned)");
+  cmd->add_option("--dtype", o->dtype, "the element type the size features count bytes in")->capture_default_str();
   add_db_option(*cmd, o->db);
   cmd->add_option("--backend,-b", o->backend, "--train --db: only this backend's evaluations");
   cmd->add_option("--kernel", o->kernel, "--train --db: only this kernel's evaluations");
@@ -200,7 +256,8 @@ void add_predict(CLI::App& app, int& code) {
     if (o->representatives > 0 || o->neighbours > 0) { code = run_similarity(*o); return; }
     if (o->model.empty()) throw UsageError("predict needs --model FILE (train one with --train --space CACHE.json --out FILE)");
     const PerfModel m = PerfModel::load(o->model);
-    code = o->rank ? run_rank(*o, m) : run_one(*o, m);
+    if (o->best) o->top = 1;
+    code = o->rank || o->best ? run_rank(*o, m) : run_one(*o, m);
   });
 }
 

@@ -45,6 +45,7 @@ void add_tune(CLI::App& app, int& code) {
       const Sizes sizes = problem->resolve_sizes(parse_assignments(o->sizes));  // picks the kernel
       EvalRequest base = make_request(*o, *problem, restrict_space(library_kernel(*problem, backend->lang(), sizes), only), name);
       TuneOptions to{o->strategy, o->budget, o->tune_seed, o->extra.time_limit_s, strategy_options(o->extra)};
+      to.objective = o->extra.objective;
       to.isolate = !problem->source_file().empty();  // a problem file's kernels are not kforge's own
       const auto recorder = o->store.recorder(*backend);  // the results store: record, resume
       if (recorder) recorder->attach(to);
@@ -62,13 +63,13 @@ void add_tune(CLI::App& app, int& code) {
         write_record(path, base.kernel, base.sizes, backend->device(), t.evaluations);
       }
       if (!o->json) {
-        fmt::print("{}: {} valid configurations, strategy {}, {} evaluations (stopped: {}){}\n", name, t.space_size,
-                   o->strategy, t.evaluations.size(), t.stopped,
+        fmt::print("{}: {} valid configurations, strategy {}, {} evaluations (stopped: {}){}{}\n", name, t.space_size,
+                   o->strategy, t.evaluations.size(), t.stopped, objective_note(o->extra.objective),
                    dist::active() ? fmt::format(" on {} MPI ranks", dist::current()->size()) : "");
         print_strategy_report(o->strategy, t.strategy_report);
       }
       nlohmann::json entry = {{"backend", name}, {"device", backend->device()}, {"evaluations", nlohmann::json::array()},
-                            {"strategy", o->strategy}, {"space_size", t.space_size}, {"stopped", t.stopped},
+                            {"strategy", o->strategy}, {"objective", o->extra.objective}, {"space_size", t.space_size}, {"stopped", t.stopped},
                             {"ranks", dist::current() ? dist::current()->size() : 1}, {"search_wall_s", search_s}};
       if (!t.strategy_report.empty()) entry["strategy_report"] = t.strategy_report;
       for (const auto& e : t.evaluations) entry["evaluations"].push_back(e.to_json());
@@ -100,6 +101,7 @@ void add_tune(CLI::App& app, int& code) {
                  w.baseline ? fmt::format("{:.2f}x", w.speedup()) : "-");
     for (const auto& e : doc)
       if (!e.contains("best")) fmt::print("{:<7} no configuration passed\n", e["backend"].get<std::string>());
+    if (o->extra.objective != "time") print_energy(winners, o->extra.objective);
   });
 }
 

@@ -25,6 +25,10 @@ void add_tune_extras(CLI::App& cmd, TuneExtras& x) {
   cmd.add_option("--descriptors", x.descriptors, "mapelites: the two parameters of the archive, e.g. MWG,NWG");
   cmd.add_option("--acquisition", x.acquisition, "bayes: ei, pi, lcb or portfolio")->capture_default_str();
   cmd.add_option("--prior", x.prior, "bayes: a model from `kforge predict --train` as the search's prior");
+  cmd.add_option("--objective", x.objective, "what to minimize: time, energy (joules per run: measured by RAPL where "
+                 "readable, else a model, labelled) or edp (energy x time)")
+      ->check(CLI::IsMember({"time", "energy", "edp"}))
+      ->capture_default_str();
   cmd.add_option("--repeat", x.repeat, "replay: run seeds seed..seed+N-1 and summarize")->capture_default_str();
 }
 
@@ -59,6 +63,20 @@ void write_record(const std::string& path, const KernelSpec& k, const Sizes& siz
     first = false;
   }
   out << "\n}\n}\n";  // Kernel Tuner checks for this ending to tell a closed file
+}
+
+std::string objective_note(const std::string& objective) {
+  if (objective == "time") return "";
+  const auto meter = EnergyReader::open();
+  return fmt::format(", minimizing {} (energy {})", objective, meter ? "measured: " + meter->describe() : "model");
+}
+
+void print_energy(const std::vector<EvalResult>& winners, const std::string& objective) {
+  for (const auto& w : winners) {
+    if (!w.energy || !w.timing) continue;
+    fmt::print("{:<7} {}: {:.4g} J per run, energy x time {:.4g} J*s  [{}: {}]\n", w.backend, objective,
+               w.energy->joules, w.energy->joules * w.timing->median_s, w.energy->source, w.energy->detail);
+  }
 }
 
 void print_strategy_report(const std::string& strategy, const nlohmann::json& report) {
@@ -99,6 +117,8 @@ std::string evals_text(int n) { return n < 0 ? std::string("never") : std::to_st
 }  // namespace
 
 int run_replay(const TuneExtras& x, const std::string& strategy, int budget, std::uint64_t seed, bool json) {
+  if (x.objective != "time")
+    throw UsageError("--objective " + x.objective + " with --replay: a recorded space holds times only; use --objective time");
   const RecordedSpace r = RecordedSpace::load(x.replay);
   if (x.repeat < 1) throw UsageError("--repeat must be at least 1");
   Budget b;

@@ -18,6 +18,7 @@ struct TuneExtras {
   double target_pct = -1;         // replay: stop within this % of the recorded optimum
   int repeat = 1;                 // replay: seeds seed..seed+repeat-1, summarized
   std::string prior;              // bayes: a performance model (kforge predict --train) as prior
+  std::string objective = "time"; // time, energy or edp (kforge/tune.hpp)
 };
 
 void add_tune_extras(CLI::App& cmd, TuneExtras& x);
@@ -28,6 +29,11 @@ int run_replay(const TuneExtras& x, const std::string& strategy, int budget, std
 // Writes `results` as a Kernel Tuner cache file at `path`.
 void write_record(const std::string& path, const KernelSpec& k, const Sizes& sizes, const std::string& device,
                   const std::vector<EvalResult>& results);
+// ", minimizing energy (model)" for the summary line of a tune that does not minimize time:
+// says whether this machine's energy figures are measured or modelled.
+[[nodiscard]] std::string objective_note(const std::string& objective);
+// Each winner's energy per run, labelled measured or model, and its energy-delay product.
+void print_energy(const std::vector<EvalResult>& winners, const std::string& objective);
 // "mapelites archive" etc. for humans: one line or a small grid per strategy report.
 void print_strategy_report(const std::string& strategy, const nlohmann::json& report);
 

@@ -75,9 +75,9 @@ TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o,
     std::optional<double> objective;
     r.evaluations.push_back(std::move(e));
     const EvalResult& last = r.evaluations.back();
-    if (last.passed() && last.timing) {
-      objective = last.timing->median_s;
-      if (r.best < 0 || last.timing->median_s < r.evaluations[r.best].timing->median_s)
+    if (last.passed()) {  // time, energy or edp (TuneOptions::objective)
+      objective = objective_value(last, o.objective);
+      if (objective && (r.best < 0 || *objective < *objective_value(r.evaluations[r.best], o.objective)))
         r.best = static_cast<int>(r.evaluations.size()) - 1;
     }
     strategy->tell(c, objective);

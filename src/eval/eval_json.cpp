@@ -123,6 +123,7 @@ nlohmann::json EvalResult::to_json() const {
     j["gflops"] = gflops;
     j["gbytes_s"] = gbytes_s;
   }
+  if (energy) j["energy"] = energy->to_json();
   if (roofline) {
     j["sol_fraction"] = roofline->sol_fraction;
     j["bound"] = roofline->bound;
@@ -173,6 +174,7 @@ EvalResult EvalResult::from_json(const nlohmann::json& j) {
     r.gflops = j.value("gflops", 0.0);
     r.gbytes_s = j.value("gbytes_s", 0.0);
   }
+  if (j.contains("energy")) r.energy = Energy::from_json(j.at("energy"));
   if (j.contains("sol_fraction")) {
     r.roofline.emplace();
     r.roofline->sol_fraction = j.at("sol_fraction");

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -134,11 +135,18 @@ void time_and_check(const EvalRequest& req, Backend& backend, const Problem& pro
     spare.back()->load(inst, !problem.reads_inout(inst));
   }
   std::size_t turn = 0;
+  // Energy: the RAPL counters read just before and just after each run (warm-up included),
+  // so the checks between runs are not charged; the mean per run is reported.
+  const std::optional<EnergyReader> meter = EnergyReader::open();
+  double metered_j = 0;
+  int metered_runs = 0;
   const std::function<double()> kernel_once = [&] {
     KernelRunner& x = turn == 0 ? runner : *spare[turn - 1];
     turn = (turn + 1) % copies;
     x.restore_outputs();
+    const auto before = meter ? meter->read() : std::vector<std::uint64_t>{};
     const double seconds = x.launch();
+    if (meter) metered_j += meter->joules_between(before, meter->read()), ++metered_runs;
     checked.after_run(x);
     return seconds;
   };
@@ -197,6 +205,17 @@ void time_and_check(const EvalRequest& req, Backend& backend, const Problem& pro
 
   const double flops = problem.flops(req.sizes);
   const double written = std::min(bytes, problem.bytes_written(inst));
+  if (meter && metered_runs > 0) {
+    r.energy = Energy{metered_j / metered_runs, "measured", meter->describe() + ", whole package(s), mean of " +
+                                                               std::to_string(metered_runs) + " runs"};
+  } else {
+    // The model is a CPU model: on another backend it charges one core's static power.
+    const int threads = req.backend_options.threads > 0 ? req.backend_options.threads
+                                                        : static_cast<int>(std::thread::hardware_concurrency());
+    const int cores = req.backend == "cpu" ? std::max(threads, 1) : 1;
+    r.energy = Energy{cpu_energy_model().joules(r.timing->median_s, flops, bytes, cores), "model",
+                      cpu_energy_model().describe() + fmt::format(", {} core(s)", cores)};
+  }
   r.gflops = flops / r.timing->median_s * 1e-9;
   r.gbytes_s = bytes / r.timing->median_s * 1e-9;
   const double base_s = r.baseline ? r.baseline->median_s : 0.0;  // for the SOL score

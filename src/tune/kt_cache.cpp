@@ -51,6 +51,9 @@ RecordedSpace RecordedSpace::from_json(const nlohmann::json& j, const std::strin
     if (!j.contains(key)) throw UsageError("cache " + path + " has no \"" + key + "\": not a Kernel Tuner cache file");
   r.device = j.value("device_name", std::string());
   r.kernel = j.value("kernel_name", std::string());
+  if (j.contains("sizes") && j.at("sizes").is_object())
+    for (const auto& [name, v] : j.at("sizes").items())
+      if (v.is_number_integer()) r.sizes[name] = v.get<std::int64_t>();
   std::vector<SpaceParam> params;
   std::vector<const nlohmann::json*> lists;
   for (const auto& k : j.at("tune_params_keys")) {

@@ -82,6 +82,8 @@ TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o,
   auto& strategy = start.strategy;
   const int total = start.total;
 
+  check_objective(o.objective);
+  const std::string energy_source = EnergyReader::open() ? "measured" : "model";
   TuneResult r;
   r.space_size = space.size();
   auto objective = [&](const Config& c) {
@@ -91,6 +93,9 @@ TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o,
     req.baseline = false;  // the caller measures the peer once, beside the winner
     const auto t0 = std::chrono::steady_clock::now();
     std::optional<EvalResult> stored = o.lookup ? o.lookup(req) : std::nullopt;  // resume
+    // Energy is never mixed: a stored result whose energy is not of the kind this machine
+    // gives now (measured or model) runs again.
+    if (stored && o.objective != "time" && (!stored->energy || stored->energy->source != energy_source)) stored.reset();
     r.evaluations.push_back(stored ? std::move(*stored)
                             : o.isolate ? evaluate_isolated(req)
                                         : evaluate(req, backend));
@@ -98,9 +103,9 @@ TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o,
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const EvalResult& e = r.evaluations.back();
     Outcome out{std::nullopt, spent};
-    if (e.passed() && e.timing) {
-      out.objective = e.timing->median_s;
-      if (r.best < 0 || e.timing->median_s < r.evaluations[r.best].timing->median_s)
+    if (e.passed()) {
+      out.objective = objective_value(e, o.objective);
+      if (out.objective && (r.best < 0 || *out.objective < *objective_value(r.evaluations[r.best], o.objective)))
         r.best = static_cast<int>(r.evaluations.size()) - 1;
     }
     if (progress) progress(static_cast<int>(r.evaluations.size()), total, e);

@@ -190,6 +190,7 @@ class CpuBackend final : public Backend {
       m->log = r.err;
       m->compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
+    m->object_file = so.string();
     m->handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!m->handle) throw CompileError("cannot load compiled kernel", dlerror());
     m->entry = reinterpret_cast<Entry>(dlsym(m->handle, entry.c_str()));
