@@ -55,6 +55,10 @@ struct SolverOptions {
   double tol = 1e-6;      // relative KKT residual to stop at (see kkt_residual)
   int max_iter = 20000;   // per lambda
   bool accelerate = true;  // Nesterov momentum on the MM steps, restarted when the objective rises
+  // Eigenvalues below rank_tol * the largest are taken as 0: the solver iterates only on the r
+  // others (O(n r) per step instead of O(n^2)); the fitted values move by at most
+  // rank_tol * s_max * |alpha|. Smooth kernels on low-dimensional data have r << n.
+  double rank_tol = 1e-12;
 };
 
 // The loss of a margin t = y f, its derivative and its curvature bound.
@@ -80,6 +84,7 @@ struct Fit {
   double kkt = 0;  // the relative KKT residual at the end
   int iterations = 0;
   bool converged = false;
+  int rank = 0;  // eigenpairs iterated on (see SolverOptions::rank_tol)
 };
 
 // The objective and the relative KKT residual of (alpha, b) at lambda, from K directly: what the
@@ -127,6 +132,8 @@ struct LambdaScore {
 struct CvResult {
   std::vector<LambdaScore> path;
   std::size_t best = 0;  // highest mean accuracy; ties go to the larger lambda (the simpler model)
+  std::vector<int> fold;  // each row's test fold, so that a peer can score on the same splits
+  std::vector<int> rank;  // per fold: eigenpairs the solver iterated on
   double seconds_gram = 0, seconds_eigen = 0, seconds_path = 0, seconds_total = 0;
   [[nodiscard]] nlohmann::json to_json() const;
 };

@@ -88,7 +88,8 @@ CvResult cross_validate(const Dataset& d, const CvOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
   const Eigen::MatrixXd k = gram(o.kernel, d.x, d.x);  // every fold's blocks come from this one
   r.seconds_gram = seconds_since(t0);
-  const std::vector<int> fold = stratified_folds(d.y, o.folds, o.seed);
+  r.fold = stratified_folds(d.y, o.folds, o.seed);
+  const std::vector<int>& fold = r.fold;
   for (const double l : o.lambdas) r.path.push_back(LambdaScore{l, {}, 0, 0, 0, 0, true});
   for (int f = 0; f < o.folds; ++f) {
     std::vector<Eigen::Index> train, test;
@@ -100,6 +101,7 @@ CvResult cross_validate(const Dataset& d, const CvOptions& o) {
     r.seconds_eigen += seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
     const std::vector<Fit> fits = fit_path(sp, y_train, o.solver, o.lambdas, o.warm);
+    r.rank.push_back(fits.empty() ? 0 : fits.front().rank);
     const Eigen::MatrixXd k_test = rows_cols(k, test, train);  // (test, train)
     for (std::size_t l = 0; l < fits.size(); ++l) {
       const Eigen::VectorXd f_test = (k_test * fits[l].alpha).array() + fits[l].b;
@@ -131,6 +133,8 @@ nlohmann::json CvResult::to_json() const {
                          {"iterations", s.iterations}, {"converged", s.converged}});
   j["best_lambda"] = path.at(best).lambda;
   j["best_accuracy"] = path.at(best).mean;
+  j["fold_of_row"] = fold;
+  j["rank_per_fold"] = rank;
   j["seconds"] = {{"gram", seconds_gram}, {"eigen", seconds_eigen}, {"path", seconds_path}, {"total", seconds_total}};
   return j;
 }

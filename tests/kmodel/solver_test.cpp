@@ -92,6 +92,32 @@ TEST_P(SolverVsNewton, SameMinimizerAtOneLambda) {
   EXPECT_LE((f1 - f2).lpNorm<Eigen::Infinity>(), 1e-6);
 }
 
+// Low-dimensional data under a smooth kernel: most eigenvalues are negligible, the solver iterates
+// on a few eigenpairs, and alpha's other directions (set from the representer form) still give
+// the full problem's minimizer and its predictions at new points.
+TEST_P(SolverVsNewton, TruncatedSpectrumKeepsTheMinimizer) {
+  const Dataset data = test::blobs(/*n=*/143, /*d=*/2, 0.5, 0.1, /*seed=*/31);
+  const Dataset fresh = test::blobs(/*n=*/29, /*d=*/2, 0.5, 0.1, /*seed=*/32);
+  const KernelFunction kf{KernelFunction::Kind::rbf, 0.1};
+  const Eigen::MatrixXd k = gram(kf, data.x, data.x);
+  SolverOptions o;
+  o.loss = GetParam();
+  o.tol = 1e-10;
+  o.max_iter = 200000;
+  o.rank_tol = 1e-9;
+  const double lambda = 1e-2;
+  const Fit mm = fit_path(decompose(k), data.y, o, {lambda}).at(0);
+  ASSERT_TRUE(mm.converged);
+  EXPECT_LT(mm.rank, 143 / 2);
+  const Direct nt = newton(k, data.y, o, lambda);
+  const double f_nt = objective(k, data.y, o, lambda, nt.alpha, nt.b);
+  EXPECT_NEAR(objective(k, data.y, o, lambda, mm.alpha, mm.b), f_nt, 1e-7 * f_nt);
+  EXPECT_LE((mm.alpha - nt.alpha).norm(), 1e-4 * nt.alpha.norm());
+  const Eigen::MatrixXd kn = gram(kf, fresh.x, data.x);
+  const Eigen::VectorXd p1 = (kn * mm.alpha).array() + mm.b, p2 = (kn * nt.alpha).array() + nt.b;
+  EXPECT_LE((p1 - p2).lpNorm<Eigen::Infinity>(), 1e-5);
+}
+
 TEST_P(SolverVsNewton, WarmPathEqualsColdFits) {
   const Dataset data = test::blobs(/*n=*/121, /*d=*/4, 0.4, 0.15, /*seed=*/5);
   const Eigen::MatrixXd k = gram({KernelFunction::Kind::rbf, 0.2}, data.x, data.x);
