@@ -66,14 +66,19 @@ struct SolverOptions {
 [[nodiscard]] double loss_slope(Loss l, double delta, double t);
 [[nodiscard]] double curvature_bound(Loss l, double delta);
 
-// A kernel matrix's eigendecomposition K = U diag(s) U^T (eigenvalues ascending).
+// A kernel matrix's eigendecomposition K = U diag(s) U^T (eigenvalues ascending), or its top r
+// eigenpairs: the rest are taken as 0 (see SolverOptions::rank_tol).
 struct Spectrum {
-  Eigen::MatrixXd u;  // (n, n)
-  Eigen::VectorXd s;  // (n)
+  Eigen::MatrixXd u;  // (n, r)
+  Eigen::VectorXd s;  // (r)
 };
-enum class EigenSolver { lapack, eigen };  // LAPACK dsyevd (OpenBLAS) or Eigen's SelfAdjointEigenSolver
+// LAPACK (OpenBLAS: dsytrd, dstemr, dormtr) or Eigen's SelfAdjointEigenSolver (always every eigenpair).
+enum class EigenSolver { lapack, eigen };
 [[nodiscard]] EigenSolver parse_eigensolver(const std::string& s);
-[[nodiscard]] Spectrum decompose(const Eigen::MatrixXd& k, EigenSolver how = EigenSolver::lapack);
+// lapack computes only the eigenpairs above rank_tol * s_max: those fit_path iterates on (all
+// when rank_tol is 0); the tridiagonalization stays O(n^3), the eigenvectors cost O(n^2 r).
+[[nodiscard]] Spectrum decompose(const Eigen::MatrixXd& k, EigenSolver how = EigenSolver::lapack,
+                                 double rank_tol = 0);
 
 // One fitted model.
 struct Fit {

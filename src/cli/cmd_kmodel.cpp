@@ -16,7 +16,7 @@ namespace {
 struct Opts {
   std::string model, data, kernel = "rbf", gamma = "scale", lambdas = "1e-4:1e1:20", eigensolver = "lapack";
   int folds = 5, max_iter = 20000;
-  double delta = 0.5, tol = 1e-6;
+  double delta = 0.5, tol = 1e-6, rank_tol = 1e-12;
   std::uint64_t seed = 1;
   bool json = false, cold = false;
 };
@@ -68,14 +68,18 @@ void add_kmodel(CLI::App& app, int& code) {
   cmd->add_option("--delta", o->delta, "svm: width of the hinge's rounded corner (0 < delta <= 1)")
       ->capture_default_str();
   cmd->add_option("--tol", o->tol, "stop a fit at this relative KKT residual")->capture_default_str();
+  cmd->add_option("--rank-tol", o->rank_tol, "eigenvalues below this times the largest are taken as 0")
+      ->capture_default_str();
   cmd->add_option("--max-iter", o->max_iter, "iterations per lambda at most")->capture_default_str();
-  cmd->add_option("--eigensolver", o->eigensolver, "lapack (OpenBLAS dsyevd) or eigen (Eigen's solver)")
+  cmd->add_option("--eigensolver", o->eigensolver, "lapack (OpenBLAS; top eigenpairs only) or eigen (Eigen's solver, all)")
       ->capture_default_str();
   cmd->add_flag("--cold", o->cold, "fit each lambda from zero instead of the previous lambda's solution");
   cmd->add_flag("--json", o->json, "print JSON");
   cmd->callback([o, &code] {
     if (!(o->delta > 0 && o->delta <= 1)) throw UsageError(fmt::format("--delta {}: needs 0 < delta <= 1", o->delta));
     if (!(o->tol > 0)) throw UsageError(fmt::format("--tol {}: needs a positive tolerance", o->tol));
+    if (!(o->rank_tol >= 0 && o->rank_tol < 1))
+      throw UsageError(fmt::format("--rank-tol {}: needs 0 <= rank_tol < 1", o->rank_tol));
     if (o->max_iter < 1) throw UsageError("--max-iter: needs at least 1");
     kmodel::CvOptions cv;
     cv.kernel.kind = kmodel::parse_kernel_kind(o->kernel);
@@ -87,6 +91,7 @@ void add_kmodel(CLI::App& app, int& code) {
     cv.solver.delta = o->delta;
     cv.solver.tol = o->tol;
     cv.solver.max_iter = o->max_iter;
+    cv.solver.rank_tol = o->rank_tol;
     cv.folds = o->folds;
     cv.seed = o->seed;
     cv.warm = !o->cold;
@@ -97,7 +102,7 @@ void add_kmodel(CLI::App& app, int& code) {
       j["model"] = o->model;
       j["data"] = {{"path", o->data}, {"rows", d.x.rows()}, {"features", d.x.cols()}};
       j["kernel"] = {{"kind", o->kernel}, {"gamma", cv.kernel.gamma}};
-      j["solver"] = {{"delta", o->delta}, {"tol", o->tol}, {"max_iter", o->max_iter}, {"warm", cv.warm},
+      j["solver"] = {{"delta", o->delta}, {"tol", o->tol}, {"max_iter", o->max_iter}, {"rank_tol", o->rank_tol}, {"warm", cv.warm},
                      {"eigensolver", o->eigensolver}};
       j["folds"] = cv.folds;
       j["seed"] = cv.seed;

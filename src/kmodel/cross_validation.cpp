@@ -97,7 +97,7 @@ CvResult cross_validate(const Dataset& d, const CvOptions& o) {
     Eigen::VectorXd y_train(static_cast<Eigen::Index>(train.size()));
     for (std::size_t i = 0; i < train.size(); ++i) y_train[i] = d.y[train[i]];
     t0 = std::chrono::steady_clock::now();
-    const Spectrum sp = decompose(rows_cols(k, train, train), o.eigensolver);
+    const Spectrum sp = decompose(rows_cols(k, train, train), o.eigensolver, o.solver.rank_tol);
     r.seconds_eigen += seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
     const std::vector<Fit> fits = fit_path(sp, y_train, o.solver, o.lambdas, o.warm);

@@ -32,9 +32,10 @@ std::vector<Fit> fit_path(const Spectrum& sp, const Eigen::VectorXd& y, const So
                           const std::vector<double>& lambdas, bool warm) {
   const Eigen::Index n = y.size();
   const double nd = static_cast<double>(n), c = curvature_bound(o.loss, o.delta);
-  const double s_max = n > 0 ? sp.s.maxCoeff() : 0;
-  Eigen::Index r = 0;  // eigenvalues ascend: the kept ones are the last r
-  for (Eigen::Index k = 0; k < n; ++k) r += sp.s[k] > o.rank_tol * s_max;
+  const double s_max = sp.s.size() > 0 ? sp.s.maxCoeff() : 0;
+  // Eigenvalues ascend: the kept ones are the last r (a partial spectrum's missing ones are 0).
+  Eigen::Index r = 0;
+  for (Eigen::Index k = 0; k < sp.s.size(); ++k) r += sp.s[k] > o.rank_tol * s_max;
   const auto u = sp.u.rightCols(r);  // (n, r)
   const Eigen::ArrayXd s = sp.s.tail(r).array();
   const Eigen::ArrayXd w = (u.transpose() * Eigen::VectorXd::Ones(n)).array();  // U_r^T 1
