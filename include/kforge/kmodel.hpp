@@ -52,7 +52,7 @@ enum class Loss { huber_hinge, logistic };
 struct SolverOptions {
   Loss loss = Loss::huber_hinge;
   double delta = 0.5;     // Huberized hinge: quadratic on (1 - delta, 1], curvature 1/delta
-  double tol = 1e-6;      // relative KKT residual to stop at (see kkt_residual)
+  double tol = 1e-4;      // relative KKT residual to stop at (see kkt_residual)
   int max_iter = 20000;   // per lambda
   bool accelerate = true;  // Nesterov momentum on the MM steps, restarted when the objective rises
   // Eigenvalues below rank_tol * the largest are taken as 0: the solver iterates only on the r

@@ -16,7 +16,7 @@ namespace {
 struct Opts {
   std::string model, data, kernel = "rbf", gamma = "scale", lambdas = "1e-4:1e1:20", eigensolver = "lapack";
   int folds = 5, max_iter = 20000;
-  double delta = 0.5, tol = 1e-6, rank_tol = 1e-12;
+  double delta = 0.5, tol = 1e-4, rank_tol = 1e-12;
   std::uint64_t seed = 1;
   bool json = false, cold = false;
 };

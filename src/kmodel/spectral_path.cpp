@@ -17,6 +17,7 @@
 #include <cmath>
 
 #include "kforge/kmodel.hpp"
+#include "kmodel/blas.hpp"
 
 namespace kforge::kmodel {
 namespace {
@@ -37,6 +38,8 @@ std::vector<Fit> fit_path(const Spectrum& sp, const Eigen::VectorXd& y, const So
   Eigen::Index r = 0;
   for (Eigen::Index k = 0; k < sp.s.size(); ++k) r += sp.s[k] > o.rank_tol * s_max;
   const auto u = sp.u.rightCols(r);  // (n, r)
+  const double* u_data = sp.u.data() + (sp.u.cols() - r) * n;  // the same block, for OpenBLAS
+  Eigen::VectorXd sb(r);
   const Eigen::ArrayXd s = sp.s.tail(r).array();
   const Eigen::ArrayXd w = (u.transpose() * Eigen::VectorXd::Ones(n)).array();  // U_r^T 1
   const double w_rest = std::max(0.0, nd - w.square().sum());  // |U_null^T 1|^2
@@ -49,7 +52,7 @@ std::vector<Fit> fit_path(const Spectrum& sp, const Eigen::VectorXd& y, const So
   Eigen::VectorXd g(n), gh(r);
   auto slopes_at = [&](const Point& p) {  // g and gh = U_r^T g at p
     for (Eigen::Index i = 0; i < n; ++i) g[i] = y[i] * loss_slope(o.loss, o.delta, y[i] * p.f[i]);
-    gh.noalias() = u.transpose() * g;
+    if (r > 0) blas::gemv(/*trans=*/true, u_data, n, r, n, g.data(), gh.data());
   };
 
   std::vector<Fit> out;
@@ -90,7 +93,11 @@ std::vector<Fit> fit_path(const Spectrum& sp, const Eigen::VectorXd& y, const So
       Point next;
       next.beta = yk.beta + (a - c * db * m).matrix();
       next.b = yk.b + db;
-      next.f = (u * (s * next.beta.array()).matrix()).array() + next.b;
+      sb = (s * next.beta.array()).matrix();
+      next.f.resize(n);
+      if (r > 0) blas::gemv(/*trans=*/false, u_data, n, r, n, sb.data(), next.f.data());
+      else next.f.setZero();
+      next.f.array() += next.b;
       const double f_next = objective_at(lambda, next);
       if (o.accelerate && f_next <= f_prev) {
         const double t_next = (1 + std::sqrt(1 + 4 * t * t)) / 2, mom = (t - 1) / t_next;
