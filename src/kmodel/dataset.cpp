@@ -1,5 +1,6 @@
 // Reading a labelled CSV file for the kernel models: numbers only, the label last.
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -29,7 +30,7 @@ bool parse_number(const std::string& s, double& v) {
   if (s.empty()) return false;
   const char* begin = s.data() + (s[0] == '+' ? 1 : 0);
   const auto [end, ec] = std::from_chars(begin, s.data() + s.size(), v);
-  return ec == std::errc() && end == s.data() + s.size();
+  return ec == std::errc() && end == s.data() + s.size() && std::isfinite(v);  // nan, inf: not data
 }
 
 }  // namespace
@@ -60,7 +61,7 @@ Dataset read_csv(const std::string& path) {
     for (std::size_t j = 0; j < fields.size(); ++j) {
       if (parse_number(fields[j], row[j])) continue;
       if (rows.empty() && j == 0) { row.clear(); break; }  // a header line
-      throw UsageError(fmt::format("--data {}: line {}, field {}: '{}' is not a number", path, line_no, j + 1,
+      throw UsageError(fmt::format("--data {}: line {}, field {}: '{}' is not a finite number", path, line_no, j + 1,
                                    fields[j]));
     }
     if (row.empty()) continue;

@@ -77,9 +77,13 @@ TEST(KernelModelData, CsvReadsZeroOneLabelsAndNamesEachError) {
   EXPECT_EQ(back.y, d.y);
   EXPECT_LE((back.x - d.x).lpNorm<Eigen::Infinity>(), 1e-6);  // std::to_string's 6 decimals
   const std::pair<const char*, const char*> bad[] = {
-      {"1,2,1\n3,x,-1\n", "line 2, field 2"}, {"1,2,1\n3,-1\n", "line 2 has 2 fields"},
-      {"1,2,1\n3,4,2\n", "label 2"},          {"1,2,1\n3,4,1\n", "only one class"},
-      {"a,b\n", "no rows"},                   {"1\n2\n", "one column"}};
+      {"1,2,1\n3,x,-1\n", "line 2, field 2"},
+      {"1,2,1\n3,nan,-1\n", "'nan' is not a finite number"},
+      {"1,2,1\n3,-1\n", "line 2 has 2 fields"},
+      {"1,2,1\n3,4,2\n", "label 2"},
+      {"1,2,1\n3,4,1\n", "only one class"},
+      {"a,b\n", "no rows"},
+      {"1\n2\n", "one column"}};
   for (const auto& [text, why] : bad)
     EXPECT_NE(usage_error_of([&] { (void)read_csv(write_file("bad", text)); }).find(why), std::string::npos) << why;
   EXPECT_NE(usage_error_of([] { (void)read_csv("/nonexistent/kforge.csv"); }).find("cannot open"),
