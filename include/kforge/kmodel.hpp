@@ -145,4 +145,11 @@ struct CvResult {
 
 [[nodiscard]] CvResult cross_validate(const Dataset& d, const CvOptions& o);
 
+// The model on every row at `lambda`: one more decomposition (of the whole kernel matrix), the
+// path of o.lambdas down to `lambda` warm-started as in cross-validation.
+[[nodiscard]] Fit fit_all(const Dataset& d, const CvOptions& o, double lambda);
+// f(x) = K(x, train) alpha + b for each row of x.
+[[nodiscard]] Eigen::VectorXd decision(const KernelFunction& k, const Eigen::MatrixXd& train, const Fit& fit,
+                                       const Eigen::MatrixXd& x);
+
 }  // namespace kforge::kmodel

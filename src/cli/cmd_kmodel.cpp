@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <fstream>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -14,7 +16,7 @@ namespace kforge::cli {
 namespace {
 
 struct Opts {
-  std::string model, data, kernel = "rbf", gamma = "scale", lambdas = "1e-4:1e1:20", eigensolver = "lapack";
+  std::string model, data, save, test, kernel = "rbf", gamma = "scale", lambdas = "1e-4:1e1:20", eigensolver = "lapack";
   int folds = 5, max_iter = 20000;
   double delta = 0.5, tol = 1e-4, rank_tol = 1e-12;
   std::uint64_t seed = 1;
@@ -74,6 +76,8 @@ void add_kmodel(CLI::App& app, int& code) {
   cmd->add_option("--eigensolver", o->eigensolver, "lapack (OpenBLAS; top eigenpairs only) or eigen (Eigen's solver, all)")
       ->capture_default_str();
   cmd->add_flag("--cold", o->cold, "fit each lambda from zero instead of the previous lambda's solution");
+  cmd->add_option("--save", o->save, "refit on every row at the chosen lambda and write the model (JSON)");
+  cmd->add_option("--test", o->test, "refit on every row at the chosen lambda and score this held-out CSV file");
   cmd->add_flag("--json", o->json, "print JSON");
   cmd->callback([o, &code] {
     if (!(o->delta > 0 && o->delta <= 1)) throw UsageError(fmt::format("--delta {}: needs 0 < delta <= 1", o->delta));
@@ -95,10 +99,48 @@ void add_kmodel(CLI::App& app, int& code) {
     cv.folds = o->folds;
     cv.seed = o->seed;
     cv.warm = !o->cold;
+    // A held-out file is read before the work, so that a bad one fails fast.
+    std::optional<kmodel::Dataset> held_out;
+    if (!o->test.empty()) {
+      held_out = kmodel::read_csv(o->test);
+      if (held_out->x.cols() != d.x.cols())
+        throw UsageError(fmt::format("--test {}: {} features, the training data {}", o->test, held_out->x.cols(),
+                                     d.x.cols()));
+    }
     const kmodel::CvResult r = kmodel::cross_validate(d, cv);
+    nlohmann::json final_fit;
+    if (!o->save.empty() || held_out) {
+      const double lambda = r.path[r.best].lambda;
+      const kmodel::Fit fit = kmodel::fit_all(d, cv, lambda);
+      final_fit = {{"lambda", lambda}, {"converged", fit.converged}, {"iterations", fit.iterations}};
+      if (held_out) {
+        const Eigen::VectorXd f = kmodel::decision(cv.kernel, d.x, fit, held_out->x);
+        int correct = 0;
+        for (Eigen::Index i = 0; i < f.size(); ++i) correct += (f[i] >= 0 ? 1.0 : -1.0) == held_out->y[i];
+        final_fit["test"] = {{"path", o->test}, {"rows", f.size()},
+                             {"accuracy", static_cast<double>(correct) / static_cast<double>(f.size())}};
+      }
+      if (!o->save.empty()) {
+        // The training rows travel with the model: f(x) = sum_j alpha_j k(x, x_j) + b needs them.
+        std::vector<std::vector<double>> rows(static_cast<std::size_t>(d.x.rows()),
+                                              std::vector<double>(static_cast<std::size_t>(d.x.cols())));
+        for (Eigen::Index i = 0; i < d.x.rows(); ++i)
+          for (Eigen::Index j = 0; j < d.x.cols(); ++j) rows[i][j] = d.x(i, j);
+        const nlohmann::json m{{"format", "kforge-kmodel-1"}, {"model", o->model},
+                               {"kernel", {{"kind", o->kernel}, {"gamma", cv.kernel.gamma}}},
+                               {"lambda", lambda}, {"delta", o->delta}, {"b", fit.b},
+                               {"alpha", std::vector<double>(fit.alpha.data(), fit.alpha.data() + fit.alpha.size())},
+                               {"x", rows}};
+        std::ofstream out(o->save);
+        if (!(out << m.dump() << "\n"))
+          throw UsageError("--save " + o->save + ": cannot write the file (does its folder exist?)");
+        final_fit["saved"] = o->save;
+      }
+    }
     code = kExitPassed;
     if (o->json) {
       nlohmann::json j = r.to_json();
+      if (!final_fit.is_null()) j["final"] = final_fit;
       j["model"] = o->model;
       j["data"] = {{"path", o->data}, {"rows", d.x.rows()}, {"features", d.x.cols()}};
       j["kernel"] = {{"kind", o->kernel}, {"gamma", cv.kernel.gamma}};
@@ -110,6 +152,11 @@ void add_kmodel(CLI::App& app, int& code) {
       return;
     }
     print_table(*o, cv, d, r);
+    if (final_fit.contains("test"))
+      fmt::print("refitted on all {} rows at lambda {:.4g}: accuracy {:.4f} on {} ({} rows)\n", d.x.rows(),
+                 final_fit["lambda"].get<double>(), final_fit["test"]["accuracy"].get<double>(), o->test,
+                 final_fit["test"]["rows"].get<long>());
+    if (final_fit.contains("saved")) fmt::print("model written to {}\n", o->save);
   });
 }
 

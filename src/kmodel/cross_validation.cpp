@@ -125,6 +125,20 @@ CvResult cross_validate(const Dataset& d, const CvOptions& o) {
   return r;
 }
 
+Fit fit_all(const Dataset& d, const CvOptions& o, double lambda) {
+  std::vector<double> path;
+  for (const double l : o.lambdas)
+    if (l >= lambda) path.push_back(l);
+  if (path.empty() || path.back() != lambda) path.push_back(lambda);
+  const Spectrum sp = decompose(gram(o.kernel, d.x, d.x), o.eigensolver, o.solver.rank_tol);
+  return fit_path(sp, d.y, o.solver, path, o.warm).back();
+}
+
+Eigen::VectorXd decision(const KernelFunction& k, const Eigen::MatrixXd& train, const Fit& fit,
+                         const Eigen::MatrixXd& x) {
+  return (gram(k, x, train) * fit.alpha).array() + fit.b;
+}
+
 nlohmann::json CvResult::to_json() const {
   nlohmann::json j;
   for (const auto& s : path)

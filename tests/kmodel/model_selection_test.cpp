@@ -124,8 +124,23 @@ TEST(KernelModelCli, JsonPathAndExitTwoOnBadInput) {
   const auto table = kforge::test::kforge_cli("kmodel svm --data " + good + " --kernel linear --lambdas 0.1 --folds 3");
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("chosen lambda"), std::string::npos);
+  // Refit at the chosen lambda: held-out accuracy and the saved model.
+  const std::string held_out = write_file("cli-test", csv_of(test::blobs(/*n=*/37, /*d=*/2, 1.5, 0, /*seed=*/9), true));
+  const auto model = kforge::test::scratch_dir("kforge-kmodel", "cli-model") / "m.json";
+  const auto refit = kforge::test::kforge_cli("kmodel svm --data " + good + " --lambdas 1e-3:1e-1:3 --folds 3 --test " +
+                                              held_out + " --save " + model.string() + " --json");
+  ASSERT_EQ(refit.exit_code, 0) << refit.err;
+  const auto jr = kforge::test::parse_or_fail(refit);
+  EXPECT_EQ(jr["final"]["test"]["rows"], 37);
+  EXPECT_GE(jr["final"]["test"]["accuracy"].get<double>(), 0.9);
+  std::ifstream saved(model);
+  const auto m = nlohmann::json::parse(saved);
+  EXPECT_EQ(m["alpha"].size(), 61u);
+  EXPECT_EQ(m["x"].size(), 61u);
+  EXPECT_EQ(m["lambda"], jr["best_lambda"]);
   const std::pair<std::string, std::string> bad[] = {
       {"svm --data /nonexistent/x.csv", "cannot open"},
+      {"svm --data " + good + " --test " + write_file("cli-3d", "1,2,3,1\n2,3,4,-1\n"), "3 features"},
       {"svm --data " + write_file("cli-one", "1,2,1\n2,3,1\n"), "only one class"},
       {"svm --data " + good + " --kernel poly", "--kernel poly"},
       {"svm --data " + good + " --lambdas 1:2", "--lambdas"},
