@@ -19,5 +19,6 @@ void add_schedule(CLI::App& app, int& code);
 void add_features(CLI::App& app, int& code);
 void add_predict(CLI::App& app, int& code);
 void add_overlap(CLI::App& app, int& code);
+void add_kmodel(CLI::App& app, int& code);
 
 }  // namespace kforge::cli

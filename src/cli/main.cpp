@@ -28,6 +28,7 @@ int run_command(int argc, char** argv) {
   kforge::cli::add_features(app, code);
   kforge::cli::add_predict(app, code);
   kforge::cli::add_overlap(app, code);
+  kforge::cli::add_kmodel(app, code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

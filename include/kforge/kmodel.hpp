@@ -1,0 +1,155 @@
+#pragma once
+// Kernel models over a regularization path (issue 21): kernel SVM (Huberized hinge) and kernel
+// logistic regression, fitted for every lambda of a grid and scored by k-fold cross-validation,
+// with ONE eigendecomposition of each training fold's kernel matrix reused across the path.
+//
+// The model is f(x) = sum_j alpha_j k(x, x_j) + b, fitted by
+//   minimize over (alpha, b):  (1/n) sum_i L(y_i f(x_i)) + (lambda/2) alpha^T K alpha,
+// the intercept b unpenalized. Both losses have bounded curvature (L'' <= c: 1/delta for the
+// Huberized hinge, 1/4 for the logistic), so one quadratic majorizer with curvature c holds
+// everywhere; with K = U diag(s) U^T its linear system is diagonal in U's basis, so each
+// iteration is two n x n matrix-vector products, never a new factorization. docs/kernel-models.md
+// has the derivation, the stopping rule and the measured figures.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <Eigen/Dense>
+#include <nlohmann/json.hpp>
+
+namespace kforge::kmodel {
+
+// Rows of features and labels in {-1, +1}.
+struct Dataset {
+  Eigen::MatrixXd x;  // (n, d)
+  Eigen::VectorXd y;  // (n): -1 or +1
+};
+
+// A CSV file of numbers, the label in the last column (-1/+1 or 0/1; 0 becomes -1). An optional
+// header line is skipped when its first field is not a number. Throws UsageError naming the file,
+// the line and the fix: unreadable file, a non-number, ragged rows, labels other than those, or
+// only one class.
+[[nodiscard]] Dataset read_csv(const std::string& path);
+// Throws UsageError unless both classes are present and labels are -1/+1 (`what` names the data).
+void check_labels(const Eigen::VectorXd& y, const std::string& what);
+
+struct KernelFunction {
+  enum class Kind { rbf, linear } kind = Kind::rbf;
+  double gamma = 1;  // rbf: k(x, z) = exp(-gamma |x - z|^2); linear: k(x, z) = x . z
+};
+// Parses "rbf" or "linear"; throws UsageError otherwise.
+[[nodiscard]] KernelFunction::Kind parse_kernel_kind(const std::string& s);
+// scikit-learn's gamma='scale': 1 / (d * variance of all entries of x).
+[[nodiscard]] double gamma_scale(const Eigen::MatrixXd& x);
+// K(a, b) for every row pair: (rows of a, rows of b). Dot products by Eigen's blocked matrix
+// product, then the kernel's map elementwise (squared distances clamped at 0).
+[[nodiscard]] Eigen::MatrixXd gram(const KernelFunction& k, const Eigen::MatrixXd& a, const Eigen::MatrixXd& b);
+
+enum class Loss { huber_hinge, logistic };
+[[nodiscard]] Loss parse_loss(const std::string& s);  // "svm" or "logreg"
+[[nodiscard]] const char* loss_name(Loss l);
+
+struct SolverOptions {
+  Loss loss = Loss::huber_hinge;
+  double delta = 0.5;     // Huberized hinge: quadratic on (1 - delta, 1], curvature 1/delta
+  double tol = 1e-4;      // relative KKT residual to stop at (see kkt_residual)
+  int max_iter = 20000;   // per lambda
+  bool accelerate = true;  // Nesterov momentum on the MM steps, restarted when the objective rises
+  // Eigenvalues below rank_tol * the largest are taken as 0: the solver iterates only on the r
+  // others (O(n r) per step instead of O(n^2)); the fitted values move by at most
+  // rank_tol * s_max * |alpha|. Smooth kernels on low-dimensional data have r << n.
+  double rank_tol = 1e-12;
+};
+
+// The loss of a margin t = y f, its derivative and its curvature bound.
+[[nodiscard]] double loss_value(Loss l, double delta, double t);
+[[nodiscard]] double loss_slope(Loss l, double delta, double t);
+[[nodiscard]] double curvature_bound(Loss l, double delta);
+
+// A kernel matrix's eigendecomposition K = U diag(s) U^T (eigenvalues ascending), or its top r
+// eigenpairs: the rest are taken as 0 (see SolverOptions::rank_tol).
+struct Spectrum {
+  Eigen::MatrixXd u;  // (n, r)
+  Eigen::VectorXd s;  // (r)
+};
+// LAPACK (OpenBLAS: dsytrd, dstemr, dormtr) or Eigen's SelfAdjointEigenSolver (always every eigenpair).
+enum class EigenSolver { lapack, eigen };
+[[nodiscard]] EigenSolver parse_eigensolver(const std::string& s);
+// lapack computes only the eigenpairs above rank_tol * s_max: those fit_path iterates on (all
+// when rank_tol is 0); the tridiagonalization stays O(n^3), the eigenvectors cost O(n^2 r).
+[[nodiscard]] Spectrum decompose(const Eigen::MatrixXd& k, EigenSolver how = EigenSolver::lapack,
+                                 double rank_tol = 0);
+
+// One fitted model.
+struct Fit {
+  double lambda = 0;
+  Eigen::VectorXd alpha;  // (n) coefficients of k(., x_j)
+  double b = 0;
+  double objective = 0;
+  double kkt = 0;  // the relative KKT residual at the end
+  int iterations = 0;
+  bool converged = false;
+  int rank = 0;  // eigenpairs iterated on (see SolverOptions::rank_tol)
+};
+
+// The objective and the relative KKT residual of (alpha, b) at lambda, from K directly: what the
+// tests use to check any solver's answer. The residual is
+//   max( |g + n lambda alpha|_2 / (|g|_2 + n lambda |alpha|_2),  |sum g| / |g|_1 )
+// with g_i = y_i L'(y_i f_i): zero exactly at the minimizer (stationarity in alpha's
+// representer form alpha = -g/(n lambda), and in b), scale-free.
+[[nodiscard]] double objective(const Eigen::MatrixXd& k, const Eigen::VectorXd& y, const SolverOptions& o,
+                               double lambda, const Eigen::VectorXd& alpha, double b);
+[[nodiscard]] double kkt_residual(const Eigen::MatrixXd& k, const Eigen::VectorXd& y, const SolverOptions& o,
+                                  double lambda, const Eigen::VectorXd& alpha, double b);
+
+// Fits every lambda in the order given (warm start from the previous one when `warm`; the path
+// runs best from large to small lambda). The spectrum is of the training kernel matrix.
+[[nodiscard]] std::vector<Fit> fit_path(const Spectrum& sp, const Eigen::VectorXd& y, const SolverOptions& o,
+                                        const std::vector<double>& lambdas, bool warm = true);
+
+// "1e-4:1e1:20": 20 values log-spaced from 1e-4 to 1e1; or a comma list "0.1,0.01". Returned
+// from the largest to the smallest (the path's order). Throws UsageError on a bad grid.
+[[nodiscard]] std::vector<double> parse_lambdas(const std::string& s);
+
+// Stratified k-fold: each class shuffled by `seed` (mt19937_64, Fisher-Yates: the same folds on
+// every platform) and dealt round-robin. fold[i] in [0, k). Throws UsageError when a class has
+// fewer than k rows.
+[[nodiscard]] std::vector<int> stratified_folds(const Eigen::VectorXd& y, int k, std::uint64_t seed);
+
+struct CvOptions {
+  KernelFunction kernel;
+  SolverOptions solver;
+  std::vector<double> lambdas;  // the path's order
+  int folds = 5;
+  std::uint64_t seed = 1;
+  EigenSolver eigensolver = EigenSolver::lapack;
+  bool warm = true;
+};
+
+struct LambdaScore {
+  double lambda = 0;
+  std::vector<double> accuracy;  // per fold
+  double mean = 0, min = 0, max = 0;
+  int iterations = 0;  // summed over folds
+  bool converged = true;  // every fold's fit converged
+};
+
+struct CvResult {
+  std::vector<LambdaScore> path;
+  std::size_t best = 0;  // highest mean accuracy; ties go to the larger lambda (the simpler model)
+  std::vector<int> fold;  // each row's test fold, so that a peer can score on the same splits
+  std::vector<int> rank;  // per fold: eigenpairs the solver iterated on
+  double seconds_gram = 0, seconds_eigen = 0, seconds_path = 0, seconds_total = 0;
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+
+[[nodiscard]] CvResult cross_validate(const Dataset& d, const CvOptions& o);
+
+// The model on every row at `lambda`: one more decomposition (of the whole kernel matrix), the
+// path of o.lambdas down to `lambda` warm-started as in cross-validation.
+[[nodiscard]] Fit fit_all(const Dataset& d, const CvOptions& o, double lambda);
+// f(x) = K(x, train) alpha + b for each row of x.
+[[nodiscard]] Eigen::VectorXd decision(const KernelFunction& k, const Eigen::MatrixXd& train, const Fit& fit,
+                                       const Eigen::MatrixXd& x);
+
+}  // namespace kforge::kmodel

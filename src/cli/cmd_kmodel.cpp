@@ -1,0 +1,163 @@
+// `kforge kmodel svm|logreg`: a kernel SVM or kernel logistic regression over a regularization
+// path, scored by stratified k-fold cross-validation; one eigendecomposition per training fold
+// serves every lambda (include/kforge/kmodel.hpp, docs/kernel-models.md).
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <optional>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "kforge/error.hpp"
+#include "kforge/kmodel.hpp"
+
+namespace kforge::cli {
+namespace {
+
+struct Opts {
+  std::string model, data, save, test, kernel = "rbf", gamma = "scale", lambdas = "1e-4:1e1:20", eigensolver = "lapack";
+  int folds = 5, max_iter = 20000;
+  double delta = 0.5, tol = 1e-4, rank_tol = 1e-12;
+  std::uint64_t seed = 1;
+  bool json = false, cold = false;
+};
+
+double parse_gamma(const std::string& s, const Eigen::MatrixXd& x) {
+  if (s == "scale") return kmodel::gamma_scale(x);
+  std::size_t used = 0;
+  double g = 0;
+  try { g = std::stod(s, &used); } catch (const std::exception&) { used = 0; }
+  if (used != s.size() || !(g > 0) || !std::isfinite(g))
+    throw UsageError("--gamma " + s + ": a positive number, or 'scale' (1 / (features * variance of x))");
+  return g;
+}
+
+void print_table(const Opts& o, const kmodel::CvOptions& cv, const kmodel::Dataset& d, const kmodel::CvResult& r) {
+  fmt::print("{} ({}) on {}: {} rows, {} features, kernel {}{}, {} folds, {} lambdas\n", o.model,
+             o.model == "svm" ? fmt::format("Huberized hinge, delta {}", o.delta) : "logistic", o.data,
+             d.x.rows(), d.x.cols(), o.kernel,
+             cv.kernel.kind == kmodel::KernelFunction::Kind::rbf ? fmt::format(" gamma {:.4g}", cv.kernel.gamma) : "",
+             cv.folds, cv.lambdas.size());
+  fmt::print("  {:>11} {:>10} {:>17} {:>10}\n", "lambda", "accuracy", "folds min..max", "iterations");
+  for (std::size_t l = 0; l < r.path.size(); ++l) {
+    const auto& s = r.path[l];
+    fmt::print("  {:>11.4g} {:>10.4f} {:>8.4f}..{:<8.4f} {:>10}{}{}\n", s.lambda, s.mean, s.min, s.max,
+               s.iterations, s.converged ? "" : " (not converged)", l == r.best ? "  <- chosen" : "");
+  }
+  fmt::print("chosen lambda {:.4g}: mean accuracy {:.4f} ({:.4f}..{:.4f})\n", r.path[r.best].lambda,
+             r.path[r.best].mean, r.path[r.best].min, r.path[r.best].max);
+  fmt::print("time {:.3f} s (CPU): kernel matrix {:.3f} s, eigendecompositions {:.3f} s, paths {:.3f} s\n",
+             r.seconds_total, r.seconds_gram, r.seconds_eigen, r.seconds_path);
+}
+
+}  // namespace
+
+void add_kmodel(CLI::App& app, int& code) {
+  auto* cmd = app.add_subcommand(
+      "kmodel", "kernel SVM / logistic regression over a lambda path, chosen by cross-validation");
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("model", o->model, "svm (Huberized hinge) or logreg (logistic)")
+      ->required()->check(CLI::IsMember({"svm", "logreg"}));
+  cmd->add_option("--data", o->data, "CSV file: features, then the label (-1/+1 or 0/1) in the last column")
+      ->required();
+  cmd->add_option("--kernel", o->kernel, "rbf or linear")->capture_default_str();
+  cmd->add_option("--gamma", o->gamma, "rbf width: exp(-gamma |x-z|^2); 'scale' = 1/(features * var(x))")
+      ->capture_default_str();
+  cmd->add_option("--lambdas", o->lambdas, "LO:HI:COUNT (log grid) or a list 0.1,0.01")->capture_default_str();
+  cmd->add_option("--folds", o->folds, "cross-validation folds (stratified)")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "seed of the fold assignment")->capture_default_str();
+  cmd->add_option("--delta", o->delta, "svm: width of the hinge's rounded corner (0 < delta <= 1)")
+      ->capture_default_str();
+  cmd->add_option("--tol", o->tol, "stop a fit at this relative KKT residual")->capture_default_str();
+  cmd->add_option("--rank-tol", o->rank_tol, "eigenvalues below this times the largest are taken as 0")
+      ->capture_default_str();
+  cmd->add_option("--max-iter", o->max_iter, "iterations per lambda at most")->capture_default_str();
+  cmd->add_option("--eigensolver", o->eigensolver, "lapack (OpenBLAS; top eigenpairs only) or eigen (Eigen's solver, all)")
+      ->capture_default_str();
+  cmd->add_flag("--cold", o->cold, "fit each lambda from zero instead of the previous lambda's solution");
+  cmd->add_option("--save", o->save, "refit on every row at the chosen lambda and write the model (JSON)");
+  cmd->add_option("--test", o->test, "refit on every row at the chosen lambda and score this held-out CSV file");
+  cmd->add_flag("--json", o->json, "print JSON");
+  cmd->callback([o, &code] {
+    if (!(o->delta > 0 && o->delta <= 1)) throw UsageError(fmt::format("--delta {}: needs 0 < delta <= 1", o->delta));
+    if (!(o->tol > 0)) throw UsageError(fmt::format("--tol {}: needs a positive tolerance", o->tol));
+    if (!(o->rank_tol >= 0 && o->rank_tol < 1))
+      throw UsageError(fmt::format("--rank-tol {}: needs 0 <= rank_tol < 1", o->rank_tol));
+    if (o->max_iter < 1) throw UsageError("--max-iter: needs at least 1");
+    kmodel::CvOptions cv;
+    cv.kernel.kind = kmodel::parse_kernel_kind(o->kernel);
+    cv.lambdas = kmodel::parse_lambdas(o->lambdas);
+    cv.eigensolver = kmodel::parse_eigensolver(o->eigensolver);
+    const kmodel::Dataset d = kmodel::read_csv(o->data);
+    cv.kernel.gamma = parse_gamma(o->gamma, d.x);
+    cv.solver.loss = kmodel::parse_loss(o->model);
+    cv.solver.delta = o->delta;
+    cv.solver.tol = o->tol;
+    cv.solver.max_iter = o->max_iter;
+    cv.solver.rank_tol = o->rank_tol;
+    cv.folds = o->folds;
+    cv.seed = o->seed;
+    cv.warm = !o->cold;
+    // A held-out file is read before the work, so that a bad one fails fast.
+    std::optional<kmodel::Dataset> held_out;
+    if (!o->test.empty()) {
+      held_out = kmodel::read_csv(o->test);
+      if (held_out->x.cols() != d.x.cols())
+        throw UsageError(fmt::format("--test {}: {} features, the training data {}", o->test, held_out->x.cols(),
+                                     d.x.cols()));
+    }
+    const kmodel::CvResult r = kmodel::cross_validate(d, cv);
+    nlohmann::json final_fit;
+    if (!o->save.empty() || held_out) {
+      const double lambda = r.path[r.best].lambda;
+      const kmodel::Fit fit = kmodel::fit_all(d, cv, lambda);
+      final_fit = {{"lambda", lambda}, {"converged", fit.converged}, {"iterations", fit.iterations}};
+      if (held_out) {
+        const Eigen::VectorXd f = kmodel::decision(cv.kernel, d.x, fit, held_out->x);
+        int correct = 0;
+        for (Eigen::Index i = 0; i < f.size(); ++i) correct += (f[i] >= 0 ? 1.0 : -1.0) == held_out->y[i];
+        final_fit["test"] = {{"path", o->test}, {"rows", f.size()},
+                             {"accuracy", static_cast<double>(correct) / static_cast<double>(f.size())}};
+      }
+      if (!o->save.empty()) {
+        // The training rows travel with the model: f(x) = sum_j alpha_j k(x, x_j) + b needs them.
+        std::vector<std::vector<double>> rows(static_cast<std::size_t>(d.x.rows()),
+                                              std::vector<double>(static_cast<std::size_t>(d.x.cols())));
+        for (Eigen::Index i = 0; i < d.x.rows(); ++i)
+          for (Eigen::Index j = 0; j < d.x.cols(); ++j) rows[i][j] = d.x(i, j);
+        const nlohmann::json m{{"format", "kforge-kmodel-1"}, {"model", o->model},
+                               {"kernel", {{"kind", o->kernel}, {"gamma", cv.kernel.gamma}}},
+                               {"lambda", lambda}, {"delta", o->delta}, {"b", fit.b},
+                               {"alpha", std::vector<double>(fit.alpha.data(), fit.alpha.data() + fit.alpha.size())},
+                               {"x", rows}};
+        std::ofstream out(o->save);
+        if (!(out << m.dump() << "\n"))
+          throw UsageError("--save " + o->save + ": cannot write the file (does its folder exist?)");
+        final_fit["saved"] = o->save;
+      }
+    }
+    code = kExitPassed;
+    if (o->json) {
+      nlohmann::json j = r.to_json();
+      if (!final_fit.is_null()) j["final"] = final_fit;
+      j["model"] = o->model;
+      j["data"] = {{"path", o->data}, {"rows", d.x.rows()}, {"features", d.x.cols()}};
+      j["kernel"] = {{"kind", o->kernel}, {"gamma", cv.kernel.gamma}};
+      j["solver"] = {{"delta", o->delta}, {"tol", o->tol}, {"max_iter", o->max_iter}, {"rank_tol", o->rank_tol}, {"warm", cv.warm},
+                     {"eigensolver", o->eigensolver}};
+      j["folds"] = cv.folds;
+      j["seed"] = cv.seed;
+      fmt::print("{}\n", j.dump(2));
+      return;
+    }
+    print_table(*o, cv, d, r);
+    if (final_fit.contains("test"))
+      fmt::print("refitted on all {} rows at lambda {:.4g}: accuracy {:.4f} on {} ({} rows)\n", d.x.rows(),
+                 final_fit["lambda"].get<double>(), final_fit["test"]["accuracy"].get<double>(), o->test,
+                 final_fit["test"]["rows"].get<long>());
+    if (final_fit.contains("saved")) fmt::print("model written to {}\n", o->save);
+  });
+}
+
+}  // namespace kforge::cli

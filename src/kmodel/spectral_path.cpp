@@ -1,0 +1,128 @@
+// The regularization path by majorization-minimization in the kernel matrix's eigenbasis.
+//
+// With f = K alpha + b and g_i = y_i L'(y_i f_i), the loss's curvature bound c gives the
+// majorizer (1/n)[sum L + g.df + (c/2)|df|^2] + (lambda/2) alpha'^T K alpha', df = K dalpha + db.
+// Its minimizer solves (c K + n lambda I) dalpha = -g - n lambda alpha - c db 1 together with
+// 1^T g + c 1^T (K dalpha + n db) = 0 (b's row, unpenalized): in U's basis (beta = U^T alpha,
+// w = U^T 1, d_k = c s_k + n lambda) dalpha is diagonal, and db comes from one scalar equation
+// (the Schur complement of the diagonal block). So one step is U^T g and U (s * beta): two
+// matrix-vector products, never a new factorization. Steps are accelerated by Nesterov momentum
+// (the majorizer is a fixed metric, so this is FISTA in that metric), restarted when the
+// objective rises.
+//
+// Only the r eigenpairs with s_k > rank_tol * s_max are iterated on: the others do not move f or
+// the objective. Their coefficients are set at the end so that alpha = -g / (n lambda), the
+// representer form every minimizer has; so alpha is the full problem's, and predictions at new
+// points (K(new, train) alpha + b) see every direction.
+#include <cmath>
+
+#include "kforge/kmodel.hpp"
+#include "kmodel/blas.hpp"
+
+namespace kforge::kmodel {
+namespace {
+
+struct Point {
+  Eigen::VectorXd beta, f;  // coefficients on the r kept eigenvectors; fitted values on the rows
+  double b = 0;
+};
+
+}  // namespace
+
+std::vector<Fit> fit_path(const Spectrum& sp, const Eigen::VectorXd& y, const SolverOptions& o,
+                          const std::vector<double>& lambdas, bool warm) {
+  const Eigen::Index n = y.size();
+  const double nd = static_cast<double>(n), c = curvature_bound(o.loss, o.delta);
+  const double s_max = sp.s.size() > 0 ? sp.s.maxCoeff() : 0;
+  // Eigenvalues ascend: the kept ones are the last r (a partial spectrum's missing ones are 0).
+  Eigen::Index r = 0;
+  for (Eigen::Index k = 0; k < sp.s.size(); ++k) r += sp.s[k] > o.rank_tol * s_max;
+  const auto u = sp.u.rightCols(r);  // (n, r)
+  const double* u_data = sp.u.data() + (sp.u.cols() - r) * n;  // the same block, for OpenBLAS
+  Eigen::VectorXd sb(r);
+  const Eigen::ArrayXd s = sp.s.tail(r).array();
+  const Eigen::ArrayXd w = (u.transpose() * Eigen::VectorXd::Ones(n)).array();  // U_r^T 1
+  const double w_rest = std::max(0.0, nd - w.square().sum());  // |U_null^T 1|^2
+
+  auto objective_at = [&](double lambda, const Point& p) {
+    double sum = 0;
+    for (Eigen::Index i = 0; i < n; ++i) sum += loss_value(o.loss, o.delta, y[i] * p.f[i]);
+    return sum / nd + 0.5 * lambda * (s * p.beta.array().square()).sum();
+  };
+  Eigen::VectorXd g(n), gh(r);
+  auto slopes_at = [&](const Point& p) {  // g and gh = U_r^T g at p
+    for (Eigen::Index i = 0; i < n; ++i) g[i] = y[i] * loss_slope(o.loss, o.delta, y[i] * p.f[i]);
+    if (r > 0) blas::gemv(/*trans=*/true, u_data, n, r, n, g.data(), gh.data());
+  };
+
+  std::vector<Fit> out;
+  const Point zero{Eigen::VectorXd::Zero(r), Eigen::VectorXd::Zero(n), 0};
+  Point x = zero;
+  for (const double lambda : lambdas) {
+    if (!warm) x = zero;
+    const double nl = nd * lambda;
+    const Eigen::ArrayXd d = c * s + nl;
+    const Eigen::ArrayXd m = w / d;
+    // db's denominator c n - c^2 w^T (s * m), written as a sum of nonnegative terms (the null
+    // directions have s = 0, d = n lambda: each adds c w_k^2).
+    const double schur = c * (w_rest + (w.square() * nl / d).sum());
+    Fit fit;
+    fit.lambda = lambda;
+    fit.rank = static_cast<int>(r);
+    Point yk = x;
+    double t = 1, f_prev = objective_at(lambda, x);
+    bool have_slopes = false;  // g, gh belong to x
+    for (int it = 0; it < o.max_iter; ++it) {
+      slopes_at(yk);
+      // The relative KKT residual at yk (kkt_residual's, in U's basis; the null directions'
+      // part is zero by the choice of alpha there).
+      const double g2 = g.squaredNorm(), gh2 = gh.squaredNorm();
+      const double nl_alpha = std::sqrt(nl * nl * yk.beta.squaredNorm() + std::max(0.0, g2 - gh2));
+      const double den = std::sqrt(g2) + nl_alpha, den_b = g.lpNorm<1>();
+      fit.kkt = std::max(den > 0 ? (gh + nl * yk.beta).norm() / den : 0.0,
+                         den_b > 0 ? std::abs(g.sum()) / den_b : 0.0);
+      fit.iterations = it;
+      if (fit.kkt <= o.tol) {
+        fit.converged = true;
+        x = yk;
+        have_slopes = true;
+        break;
+      }
+      const Eigen::ArrayXd a = (-gh.array() - nl * yk.beta.array()) / d;
+      const double db = -(g.sum() + c * (w * s * a).sum()) / schur;
+      Point next;
+      next.beta = yk.beta + (a - c * db * m).matrix();
+      next.b = yk.b + db;
+      sb = (s * next.beta.array()).matrix();
+      next.f.resize(n);
+      if (r > 0) blas::gemv(/*trans=*/false, u_data, n, r, n, sb.data(), next.f.data());
+      else next.f.setZero();
+      next.f.array() += next.b;
+      const double f_next = objective_at(lambda, next);
+      if (o.accelerate && f_next <= f_prev) {
+        const double t_next = (1 + std::sqrt(1 + 4 * t * t)) / 2, mom = (t - 1) / t_next;
+        yk.beta = next.beta + mom * (next.beta - x.beta);
+        yk.b = next.b + mom * (next.b - x.b);
+        yk.f = next.f + mom * (next.f - x.f);
+        t = t_next;
+      } else {
+        // No momentum, or a restart (the objective rose): the plain MM step from `next`, which
+        // never increases the objective.
+        yk = next;
+        t = 1;
+      }
+      x = std::move(next);
+      f_prev = f_next;
+      fit.iterations = it + 1;
+    }
+    if (!have_slopes) slopes_at(x);
+    // alpha = U_r beta + U_null (-U_null^T g / (n lambda)), U_null U_null^T = I - U_r U_r^T.
+    fit.alpha = u * x.beta - (g - u * gh) / nl;
+    fit.b = x.b;
+    fit.objective = objective_at(lambda, x);
+    out.push_back(std::move(fit));
+  }
+  return out;
+}
+
+}  // namespace kforge::kmodel

@@ -1,0 +1,157 @@
+// Model selection around the solver: the lambda grid, deterministic stratified folds, CSV input
+// and its errors, cross-validation end to end, and `kforge kmodel` at the command line (exit 2
+// with the cause on bad input).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "kforge/error.hpp"
+#include "kforge/kmodel.hpp"
+#include "kmodel/kmodel_synthetic.hpp"
+#include "test_util.hpp"
+
+namespace kforge::kmodel {
+namespace {
+
+std::string write_file(const std::string& name, const std::string& text) {
+  const auto path = kforge::test::scratch_dir("kforge-kmodel", name) / "data.csv";
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+std::string csv_of(const Dataset& d, bool zero_one) {
+  std::string s = "x1";
+  for (Eigen::Index j = 1; j < d.x.cols(); ++j) s += ",x" + std::to_string(j + 1);
+  s += ",label\n";
+  for (Eigen::Index i = 0; i < d.x.rows(); ++i) {
+    for (Eigen::Index j = 0; j < d.x.cols(); ++j) s += std::to_string(d.x(i, j)) + ",";
+    s += std::to_string(static_cast<int>(zero_one && d.y[i] < 0 ? 0 : d.y[i])) + "\n";
+  }
+  return s;
+}
+
+template <typename F>
+std::string usage_error_of(F&& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(no UsageError)";
+}
+
+TEST(KernelModelGrid, LogGridFromLargestAndLists) {
+  const auto g = parse_lambdas("1e-4:1e1:20");
+  ASSERT_EQ(g.size(), 20u);
+  EXPECT_NEAR(g.front(), 10, 1e-12);
+  EXPECT_NEAR(g.back(), 1e-4, 1e-18);
+  for (std::size_t i = 1; i < g.size(); ++i) EXPECT_NEAR(g[i - 1] / g[i], std::pow(1e5, 1.0 / 19), 1e-9);
+  EXPECT_EQ(parse_lambdas("0.01,1,0.1"), (std::vector<double>{1, 0.1, 0.01}));
+  for (const char* bad : {"1e-4:1e1", "0:1:5", "1:x:5", "1:2:0", "a,b", "-1", ""})
+    EXPECT_NE(usage_error_of([&] { (void)parse_lambdas(bad); }).find("--lambdas"), std::string::npos) << bad;
+}
+
+TEST(KernelModelFolds, DeterministicStratifiedAndBalanced) {
+  const Dataset d = test::blobs(/*n=*/101, /*d=*/2, 1, 0.3, /*seed=*/9);
+  const auto a = stratified_folds(d.y, 5, 42), b = stratified_folds(d.y, 5, 42), c = stratified_folds(d.y, 5, 43);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  std::vector<int> size(5, 0), pos(5, 0);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ++size[a[i]];
+    pos[a[i]] += d.y[static_cast<Eigen::Index>(i)] > 0;
+  }
+  EXPECT_LE(*std::max_element(size.begin(), size.end()) - *std::min_element(size.begin(), size.end()), 1);
+  for (int f = 0; f < 5; ++f) {
+    EXPECT_GT(pos[f], 0);
+    EXPECT_LT(pos[f], size[f]);
+  }
+  Eigen::VectorXd few = Eigen::VectorXd::Ones(11);
+  few[0] = few[1] = -1;
+  EXPECT_NE(usage_error_of([&] { (void)stratified_folds(few, 5, 1); }).find("only 2 rows"), std::string::npos);
+}
+
+TEST(KernelModelData, CsvReadsZeroOneLabelsAndNamesEachError) {
+  const Dataset d = test::blobs(/*n=*/23, /*d=*/3, 1, 0.2, /*seed=*/4);
+  const Dataset back = read_csv(write_file("ok", csv_of(d, /*zero_one=*/true)));
+  EXPECT_EQ(back.y, d.y);
+  EXPECT_LE((back.x - d.x).lpNorm<Eigen::Infinity>(), 1e-6);  // std::to_string's 6 decimals
+  const std::pair<const char*, const char*> bad[] = {
+      {"1,2,1\n3,x,-1\n", "line 2, field 2"},
+      {"1,2,1\n3,nan,-1\n", "'nan' is not a finite number"},
+      {"1,2,1\n3,-1\n", "line 2 has 2 fields"},
+      {"1,2,1\n3,4,2\n", "label 2"},
+      {"1,2,1\n3,4,1\n", "only one class"},
+      {"a,b\n", "no rows"},
+      {"1\n2\n", "one column"}};
+  for (const auto& [text, why] : bad)
+    EXPECT_NE(usage_error_of([&] { (void)read_csv(write_file("bad", text)); }).find(why), std::string::npos) << why;
+  EXPECT_NE(usage_error_of([] { (void)read_csv("/nonexistent/kforge.csv"); }).find("cannot open"),
+            std::string::npos);
+}
+
+TEST(KernelModelCv, SelectsAnAccurateLambdaAndRepeats) {
+  const Dataset d = test::blobs(/*n=*/149, /*d=*/3, 0.8, 0.05, /*seed=*/17);
+  CvOptions o;
+  o.kernel = {KernelFunction::Kind::rbf, gamma_scale(d.x)};
+  o.lambdas = parse_lambdas("1e-4:1:6");
+  o.folds = 3;
+  const CvResult r = cross_validate(d, o), again = cross_validate(d, o);
+  ASSERT_EQ(r.path.size(), 6u);
+  for (const auto& s : r.path) {
+    ASSERT_EQ(s.accuracy.size(), 3u);
+    EXPECT_TRUE(s.converged);
+    EXPECT_LE(s.min, s.mean);
+    EXPECT_LE(s.mean, s.max);
+  }
+  EXPECT_GE(r.path[r.best].mean, 0.85);  // 5% of labels flipped, blobs well apart
+  for (const auto& s : r.path) EXPECT_LE(s.mean, r.path[r.best].mean);
+  for (std::size_t l = 0; l < r.path.size(); ++l) EXPECT_EQ(r.path[l].accuracy, again.path[l].accuracy);
+  const auto j = r.to_json();
+  EXPECT_EQ(j["best_lambda"], r.path[r.best].lambda);
+  EXPECT_EQ(j["path"].size(), 6u);
+}
+
+TEST(KernelModelCli, JsonPathAndExitTwoOnBadInput) {
+  const Dataset d = test::blobs(/*n=*/61, /*d=*/2, 1.5, 0, /*seed=*/8);
+  const std::string good = write_file("cli-good", csv_of(d, /*zero_one=*/false));
+  const auto r = kforge::test::kforge_cli("kmodel logreg --data " + good + " --lambdas 1e-3:1e-1:3 --folds 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = kforge::test::parse_or_fail(r);
+  EXPECT_EQ(j["path"].size(), 3u);
+  EXPECT_EQ(j["data"]["rows"], 61);
+  EXPECT_GE(j["best_accuracy"].get<double>(), 0.9);
+  const auto table = kforge::test::kforge_cli("kmodel svm --data " + good + " --kernel linear --lambdas 0.1 --folds 3");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("chosen lambda"), std::string::npos);
+  // Refit at the chosen lambda: held-out accuracy and the saved model.
+  const std::string held_out = write_file("cli-test", csv_of(test::blobs(/*n=*/37, /*d=*/2, 1.5, 0, /*seed=*/9), true));
+  const auto model = kforge::test::scratch_dir("kforge-kmodel", "cli-model") / "m.json";
+  const auto refit = kforge::test::kforge_cli("kmodel svm --data " + good + " --lambdas 1e-3:1e-1:3 --folds 3 --test " +
+                                              held_out + " --save " + model.string() + " --json");
+  ASSERT_EQ(refit.exit_code, 0) << refit.err;
+  const auto jr = kforge::test::parse_or_fail(refit);
+  EXPECT_EQ(jr["final"]["test"]["rows"], 37);
+  EXPECT_GE(jr["final"]["test"]["accuracy"].get<double>(), 0.9);
+  std::ifstream saved(model);
+  const auto m = nlohmann::json::parse(saved);
+  EXPECT_EQ(m["alpha"].size(), 61u);
+  EXPECT_EQ(m["x"].size(), 61u);
+  EXPECT_EQ(m["lambda"], jr["best_lambda"]);
+  const std::pair<std::string, std::string> bad[] = {
+      {"svm --data /nonexistent/x.csv", "cannot open"},
+      {"svm --data " + good + " --test " + write_file("cli-3d", "1,2,3,1\n2,3,4,-1\n"), "3 features"},
+      {"svm --data " + write_file("cli-one", "1,2,1\n2,3,1\n"), "only one class"},
+      {"svm --data " + good + " --kernel poly", "--kernel poly"},
+      {"svm --data " + good + " --lambdas 1:2", "--lambdas"},
+      {"svm --data " + good + " --folds 40", "--folds 40"},
+      {"tree --data " + good, "tree"}};
+  for (const auto& [args, why] : bad) {
+    const auto e = kforge::test::kforge_cli("kmodel " + args);
+    EXPECT_EQ(e.exit_code, 2) << args;
+    EXPECT_NE(e.err.find(why), std::string::npos) << args << ": " << e.err;
+  }
+}
+
+}  // namespace
+}  // namespace kforge::kmodel

@@ -1,0 +1,198 @@
+// The spectral MM path solver: its answer at one lambda equals an independent Newton solve of the
+// stationarity conditions from K itself; warm-started paths equal cold fits; the losses' slopes
+// are their derivatives; both eigensolvers give the same spectrum; separable data is classified
+// perfectly.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kforge/kmodel.hpp"
+#include "kmodel/kmodel_synthetic.hpp"
+
+namespace kforge::kmodel {
+namespace {
+
+// Newton on the stationarity system F(alpha, b) = [g + n lambda alpha; sum g] = 0, with
+// g_i = y_i L'(y_i f_i), f = K alpha + b, built from K directly (no eigendecomposition): its
+// Jacobian is [D K + n lambda I, D 1; 1^T D K, 1^T D 1], D = diag(L''). Backtracking on |F|.
+// Semismooth for the Huberized hinge (D piecewise constant), smooth for the logistic.
+struct Direct {
+  Eigen::VectorXd alpha;
+  double b = 0;
+};
+Direct newton(const Eigen::MatrixXd& k, const Eigen::VectorXd& y, const SolverOptions& o, double lambda) {
+  const Eigen::Index n = y.size();
+  const double nl = static_cast<double>(n) * lambda;
+  auto residual = [&](const Eigen::VectorXd& a, double b, Eigen::VectorXd* d) {
+    const Eigen::VectorXd f = (k * a).array() + b;
+    Eigen::VectorXd r(n + 1);
+    double sum_g = 0;
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const double t = y[i] * f[i], gi = y[i] * loss_slope(o.loss, o.delta, t);
+      r[i] = gi + nl * a[i];
+      sum_g += gi;
+      if (d) {
+        if (o.loss == Loss::logistic) {
+          const double s = 1 / (1 + std::exp(-t));
+          (*d)[i] = s * (1 - s);
+        } else {
+          (*d)[i] = (t > 1 - o.delta && t <= 1) ? 1 / o.delta : 0;
+        }
+      }
+    }
+    r[n] = sum_g;
+    return r;
+  };
+  Direct x{Eigen::VectorXd::Zero(n), 0};
+  Eigen::VectorXd d(n);
+  for (int it = 0; it < 200; ++it) {
+    const Eigen::VectorXd r = residual(x.alpha, x.b, &d);
+    if (r.norm() < 1e-13) break;
+    Eigen::MatrixXd j(n + 1, n + 1);
+    j.topLeftCorner(n, n) = d.asDiagonal() * k;
+    j.topLeftCorner(n, n).diagonal().array() += nl;
+    j.topRightCorner(n, 1) = d;
+    j.bottomLeftCorner(1, n) = d.transpose() * k;
+    j(n, n) = d.sum();
+    const Eigen::VectorXd step = j.fullPivLu().solve(-r);
+    double t = 1;
+    for (int ls = 0; ls < 40; ++ls, t /= 2) {
+      const Eigen::VectorXd a2 = x.alpha + t * step.head(n);
+      if (residual(a2, x.b + t * step[n], nullptr).norm() < r.norm()) break;
+    }
+    x.alpha += t * step.head(n);
+    x.b += t * step[n];
+  }
+  return x;
+}
+
+class SolverVsNewton : public ::testing::TestWithParam<Loss> {};
+
+TEST_P(SolverVsNewton, SameMinimizerAtOneLambda) {
+  const Dataset data = test::blobs(/*n=*/97, /*d=*/3, 0.6, 0.1, /*seed=*/11);
+  const Eigen::MatrixXd k = gram({KernelFunction::Kind::rbf, 0.3}, data.x, data.x);
+  SolverOptions o;
+  o.loss = GetParam();
+  o.tol = 1e-10;
+  o.max_iter = 200000;
+  const double lambda = 3e-3;
+  const Fit mm = fit_path(decompose(k), data.y, o, {lambda}).at(0);
+  ASSERT_TRUE(mm.converged) << "kkt " << mm.kkt << " after " << mm.iterations;
+  EXPECT_LE(kkt_residual(k, data.y, o, lambda, mm.alpha, mm.b), 1e-8);  // from K, not the spectrum
+  const Direct nt = newton(k, data.y, o, lambda);
+  ASSERT_LE(kkt_residual(k, data.y, o, lambda, nt.alpha, nt.b), 1e-9) << "the reference did not converge";
+  const double f_mm = objective(k, data.y, o, lambda, mm.alpha, mm.b);
+  const double f_nt = objective(k, data.y, o, lambda, nt.alpha, nt.b);
+  EXPECT_NEAR(f_mm, f_nt, 1e-9 * f_nt);
+  EXPECT_NEAR(mm.objective, f_mm, 1e-9 * f_mm);  // the solver's own objective is the true one
+  EXPECT_LE((mm.alpha - nt.alpha).norm(), 1e-6 * nt.alpha.norm());
+  EXPECT_NEAR(mm.b, nt.b, 1e-6 * (1 + std::abs(nt.b)));
+  // Predictions agree: the fitted values on the training rows.
+  const Eigen::VectorXd f1 = (k * mm.alpha).array() + mm.b, f2 = (k * nt.alpha).array() + nt.b;
+  EXPECT_LE((f1 - f2).lpNorm<Eigen::Infinity>(), 1e-6);
+}
+
+// Low-dimensional data under a smooth kernel: most eigenvalues are negligible, the solver iterates
+// on a few eigenpairs, and alpha's other directions (set from the representer form) still give
+// the full problem's minimizer and its predictions at new points.
+TEST_P(SolverVsNewton, TruncatedSpectrumKeepsTheMinimizer) {
+  const Dataset data = test::blobs(/*n=*/143, /*d=*/2, 0.5, 0.1, /*seed=*/31);
+  const Dataset fresh = test::blobs(/*n=*/29, /*d=*/2, 0.5, 0.1, /*seed=*/32);
+  const KernelFunction kf{KernelFunction::Kind::rbf, 0.1};
+  const Eigen::MatrixXd k = gram(kf, data.x, data.x);
+  SolverOptions o;
+  o.loss = GetParam();
+  o.tol = 1e-10;
+  o.max_iter = 200000;
+  o.rank_tol = 1e-9;
+  const double lambda = 1e-2;
+  const Fit mm = fit_path(decompose(k), data.y, o, {lambda}).at(0);
+  ASSERT_TRUE(mm.converged);
+  EXPECT_LT(mm.rank, 143 / 2);
+  const Direct nt = newton(k, data.y, o, lambda);
+  const double f_nt = objective(k, data.y, o, lambda, nt.alpha, nt.b);
+  EXPECT_NEAR(objective(k, data.y, o, lambda, mm.alpha, mm.b), f_nt, 1e-7 * f_nt);
+  EXPECT_LE((mm.alpha - nt.alpha).norm(), 1e-4 * nt.alpha.norm());
+  const Eigen::MatrixXd kn = gram(kf, fresh.x, data.x);
+  const Eigen::VectorXd p1 = (kn * mm.alpha).array() + mm.b, p2 = (kn * nt.alpha).array() + nt.b;
+  EXPECT_LE((p1 - p2).lpNorm<Eigen::Infinity>(), 1e-5);
+}
+
+TEST_P(SolverVsNewton, WarmPathEqualsColdFits) {
+  const Dataset data = test::blobs(/*n=*/121, /*d=*/4, 0.4, 0.15, /*seed=*/5);
+  const Eigen::MatrixXd k = gram({KernelFunction::Kind::rbf, 0.2}, data.x, data.x);
+  const Spectrum sp = decompose(k);
+  SolverOptions o;
+  o.loss = GetParam();
+  o.tol = 1e-9;
+  o.max_iter = 200000;
+  const std::vector<double> lambdas = parse_lambdas("1e-3:1:7");
+  const auto warm = fit_path(sp, data.y, o, lambdas, /*warm=*/true);
+  const auto cold = fit_path(sp, data.y, o, lambdas, /*warm=*/false);
+  for (std::size_t l = 0; l < lambdas.size(); ++l) {
+    ASSERT_TRUE(warm[l].converged && cold[l].converged) << "lambda " << lambdas[l];
+    EXPECT_NEAR(warm[l].objective, cold[l].objective, 1e-8 * cold[l].objective) << "lambda " << lambdas[l];
+    EXPECT_LE((warm[l].alpha - cold[l].alpha).norm(), 1e-5 * cold[l].alpha.norm()) << "lambda " << lambdas[l];
+    EXPECT_NEAR(warm[l].b, cold[l].b, 1e-5 * (1 + std::abs(cold[l].b)));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Losses, SolverVsNewton, ::testing::Values(Loss::huber_hinge, Loss::logistic),
+                         [](const auto& info) { return std::string(loss_name(info.param)); });
+
+TEST(KernelModelLoss, SlopeIsTheDerivativeAndCurvatureIsBounded) {
+  for (const Loss l : {Loss::huber_hinge, Loss::logistic}) {
+    const double delta = 0.37, c = curvature_bound(l, delta), h = 1e-6;
+    for (double t = -3.1; t < 3; t += 0.0731) {
+      const double fd = (loss_value(l, delta, t + h) - loss_value(l, delta, t - h)) / (2 * h);
+      EXPECT_NEAR(loss_slope(l, delta, t), fd, 1e-6) << loss_name(l) << " t " << t;
+      const double curv = (loss_slope(l, delta, t + h) - loss_slope(l, delta, t - h)) / (2 * h);
+      EXPECT_LE(curv, c * (1 + 1e-6) + 1e-6) << loss_name(l) << " t " << t;
+    }
+  }
+  EXPECT_NEAR(loss_value(Loss::logistic, 0, -800), 800, 1e-9);  // no overflow
+}
+
+TEST(KernelMatrix, EigenSolversAgreeAndReconstruct) {
+  const Dataset data = test::blobs(/*n=*/73, /*d=*/5, 0.5, 0, /*seed=*/3);
+  for (const auto kind : {KernelFunction::Kind::rbf, KernelFunction::Kind::linear}) {
+    const Eigen::MatrixXd k = gram({kind, 0.1}, data.x, data.x);
+    const Spectrum a = decompose(k, EigenSolver::lapack), b = decompose(k, EigenSolver::eigen);
+    EXPECT_LE((a.s - b.s).lpNorm<Eigen::Infinity>(), 1e-9 * a.s.maxCoeff());
+    const Eigen::MatrixXd ka = a.u * a.s.asDiagonal() * a.u.transpose();
+    EXPECT_LE((ka - k).norm(), 1e-10 * k.norm());
+    // The top eigenpairs alone: the same largest eigenvalues, the rest of K below the threshold.
+    const Spectrum top = decompose(k, EigenSolver::lapack, 1e-6);
+    ASSERT_GT(top.s.size(), 0);
+    ASSERT_LE(top.s.size(), a.s.size());
+    EXPECT_LE((top.s - a.s.tail(top.s.size())).lpNorm<Eigen::Infinity>(), 1e-9 * a.s.maxCoeff());
+    if (top.s.size() < a.s.size()) EXPECT_LE(a.s[a.s.size() - top.s.size() - 1], 1e-6 * a.s.maxCoeff() * (1 + 1e-9));
+    EXPECT_LE((top.u.transpose() * top.u - Eigen::MatrixXd::Identity(top.s.size(), top.s.size())).norm(), 1e-10);
+  }
+  // The Gram matrix itself against the definition, off the diagonal and at odd shapes.
+  const Eigen::MatrixXd g = gram({KernelFunction::Kind::rbf, 0.7}, data.x.topRows(9), data.x.bottomRows(13));
+  ASSERT_EQ(g.rows(), 9);
+  ASSERT_EQ(g.cols(), 13);
+  for (int i = 0; i < 9; ++i)
+    for (int j = 0; j < 13; ++j)
+      EXPECT_NEAR(g(i, j), std::exp(-0.7 * (data.x.row(i) - data.x.row(60 + j)).squaredNorm()), 1e-12);
+}
+
+TEST(KernelModelPath, SeparableDataIsClassifiedPerfectly) {
+  for (const Loss l : {Loss::huber_hinge, Loss::logistic}) {
+    const Dataset train = test::blobs(/*n=*/131, /*d=*/3, 3.0, 0, /*seed=*/21);
+    const Dataset test = test::blobs(/*n=*/57, /*d=*/3, 3.0, 0, /*seed=*/22);
+    const KernelFunction kf{KernelFunction::Kind::rbf, gamma_scale(train.x)};
+    SolverOptions o;
+    o.loss = l;
+    const auto fits = fit_path(decompose(gram(kf, train.x, train.x)), train.y, o, parse_lambdas("1e-4:1e-1:4"));
+    for (const Fit& f : fits) {
+      const Eigen::VectorXd ft = (gram(kf, test.x, train.x) * f.alpha).array() + f.b;
+      EXPECT_TRUE(((ft.array() >= 0).cast<double>() * 2 - 1 == test.y.array()).all())
+          << loss_name(l) << " lambda " << f.lambda;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kforge::kmodel
