@@ -63,7 +63,7 @@ class Module {
   double compile_s = 0;   // seconds spent compiling (0 when it came from the cache)
   std::string log;        // compiler warnings, if any
   CompilerResources resources;
-  std::string object_file;  // the compiled object on disk, where there is one (cpu: the cached .so)
+  std::string object_file;  // the compiled code on disk, where there is one (cpu: the cached .so; cuda: the PTX)
 };
 
 class Backend {

@@ -41,8 +41,14 @@ struct Features {
 // read, or written in the destination place), branches, calls, instructions per register width
 // and the widest vector width used (bits). Static counts, not executed ones.
 [[nodiscard]] Features instruction_mix(const std::string& disassembly);
-// objdump -d of a compiled object (the cpu backend's cached .so); throws UsageError without objdump.
-[[nodiscard]] Features object_code_features(const std::string& object_file);
+// The instruction mix of a PTX module, static counts of the body of `.entry ENTRY` (the whole
+// module, with ptx_whole_module = 1, when there is no entry of that name, e.g. a C++-linkage
+// one): instructions, fma, global and shared loads and stores, vector (.v2/.v4) accesses,
+// barriers, branches, special functions (ex2, rcp, sqrt, ...), atomics.
+[[nodiscard]] Features ptx_instruction_mix(const std::string& ptx, const std::string& entry);
+// The code features of a compiled object: objdump -d of the cpu backend's cached .so (throws
+// UsageError without objdump), or the PTX mix of a cuda kernel's cached .ptx for `entry`.
+[[nodiscard]] Features object_code_features(const std::string& object_file, const std::string& entry = {});
 
 struct Prediction {
   double time_ms = 0, lo_ms = 0, hi_ms = 0;  // median guess and its interval (see PerfModel)

@@ -1,7 +1,8 @@
 // `kforge features`: what a performance model sees of a problem instance and a configuration,
 // without running anything: the problem's sizes and counts, every parameter and derived ones;
 // with --code, the kernel compiled (not run) and what the compiler made of it: the cpu object's
-// instruction mix (objdump), ptxas's figures for a cuda kernel (registers, spills, shared).
+// instruction mix (objdump), a cuda kernel's PTX instruction mix and ptxas's figures (registers,
+// spills, shared memory).
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
@@ -22,7 +23,7 @@ Features code_features(const KernelSpec& kernel, const ParamValues& params, DTyp
   auto backend = make_backend(backend_name, {});
   const auto module = backend->compile(kernel.source, kernel.entry, defines_for(params, dtype), kernel.source_path);
   Features f;
-  if (!module->object_file.empty()) f = object_code_features(module->object_file);
+  if (!module->object_file.empty()) f = object_code_features(module->object_file, kernel.entry);
   const CompilerResources& r = module->resources;
   if (r.known()) {  // -1: a figure this backend cannot know, left out
     for (const auto& [name, v] : {std::pair{"compiler_registers", static_cast<double>(r.registers)},
@@ -50,7 +51,7 @@ void add_features(CLI::App& app, int& code) {
   cmd->add_option("--params,-p", o->params, "kernel parameters, e.g. MR=6,NV=2 (the rest keep their defaults)");
   cmd->add_option("--kernel-lang", o->lang, "whose library kernel: cpp, opencl or cuda")->capture_default_str();
   cmd->add_flag("--code", o->code, "also compile the kernel (it is not run) and add the compiled code's features: "
-                "the cpu object's instruction mix, or a cuda kernel's ptxas figures (sm_90)");
+                "the cpu object's instruction mix, or a cuda kernel's PTX instruction mix and ptxas figures (sm_90)");
   cmd->add_flag("--json", o->json, "print JSON");
   cmd->callback([o, &code] {
     const auto problem = find_problem(o->problem);

@@ -137,6 +137,7 @@ class CudaBackend final : public Backend {
     m->compile_s = cubin.compile_s;
     m->log = std::move(cubin.log);
     m->resources = cubin.resources;
+    m->object_file = cubin.ptx_file;
     if (!ctx_) return m;  // compiled only: nothing to load it into
     m->ctx = ctx_;
     ctx_->current();

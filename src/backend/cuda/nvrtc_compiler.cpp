@@ -91,6 +91,11 @@ void nvrtc_compile(const std::string& source, const std::string& entry,
     throw CompileError("NVRTC produced no CUBIN for " + out.arch, out.log);
   out.image.resize(size);
   nvrtcGetCUBIN(raw, out.image.data());
+  if (nvrtcGetPTXSize(raw, &size) == NVRTC_SUCCESS && size > 1) {
+    out.ptx.resize(size);
+    nvrtcGetPTX(raw, out.ptx.data());
+    out.ptx.resize(size - 1);  // the terminating NUL
+  }
 }
 
 Cubin compile_cubin(const std::string& kernel_source, const std::string& entry,
@@ -112,10 +117,12 @@ Cubin compile_cubin(const std::string& kernel_source, const std::string& entry,
   const std::string stem = hex64(hash64(key));
   const auto cubin_path = dir / (stem + ".cubin"), name_path = dir / (stem + ".entry");
   const auto log_path = dir / (stem + ".log");  // NVRTC's log, ptxas's report in it
+  const auto ptx_path = dir / (stem + ".ptx");  // the PTX, for `kforge features --code`
 
   Cubin out;
   out.arch = arch;
-  if (std::filesystem::exists(cubin_path) && std::filesystem::exists(name_path)) {
+  if (std::filesystem::exists(cubin_path) && std::filesystem::exists(name_path) &&
+      std::filesystem::exists(ptx_path)) {
     try {
       out.image = read_file(cubin_path);
       out.entry_name = read_file(name_path);
@@ -123,6 +130,7 @@ Cubin compile_cubin(const std::string& kernel_source, const std::string& entry,
       auto report = parse_ptxas_report(log, out.entry_name, arch);
       out.resources = report.entry;
       out.log = std::move(report.rest);
+      out.ptx_file = ptx_path.string();
       if (!out.image.empty() && !out.entry_name.empty()) return out;
     } catch (const std::exception&) {
       // unreadable: compile again
@@ -140,6 +148,10 @@ Cubin compile_cubin(const std::string& kernel_source, const std::string& entry,
   auto report = parse_ptxas_report(out.log, out.entry_name, arch);
   out.resources = report.entry;
   out.log = std::move(report.rest);
+  if (!out.ptx.empty()) {
+    write_file_atomic(ptx_path, out.ptx);
+    out.ptx_file = ptx_path.string();
+  }
   write_file_atomic(name_path, out.entry_name);
   write_file_atomic(cubin_path, out.image);
   return out;

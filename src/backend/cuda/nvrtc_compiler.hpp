@@ -12,6 +12,8 @@ struct Cubin {
   std::string arch;        // "sm_90"
   std::string log;         // NVRTC's warnings, if any (ptxas's report is in `resources`)
   CompilerResources resources;  // the entry's registers, spills, shared memory (ptxas)
+  std::string ptx_file;    // NVRTC's PTX of the whole source, cached beside the CUBIN
+  std::string ptx;         // its text, when just compiled (empty from the cache)
   double compile_s = 0;    // 0 when it came from the cache
 };
 
