@@ -1,8 +1,12 @@
 #pragma once
 // What the family's two problem files share (problem.cpp: the reductions; grad_problem.cpp:
 // their gradients).
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "kforge/formula.hpp"
 #include "kforge/problem.hpp"
@@ -12,6 +16,17 @@ namespace kforge {
 // Scalars become kernel parameters by name: they may not shadow the kernels' own names.
 // Throws UsageError naming the scalar.
 void check_lazy_scalar_names(const Formula& f);
+
+// The formula's #defines every template of the family reads: LZ_NTERMS, LZ_TERM0/1 (0 sqdist,
+// 1 dot), LZ_F(t0, t1) (the formula as C) and LZ_SCALAR_PARAMS (its scalars as parameters).
+std::string formula_defines(const Formula& f);
+
+// The family's specs `<stem>_<cpu|opencl|cuda>.json` and their templates, each template behind
+// `prefix`, written once under the cache folder (keyed by everything written) for problem
+// `name`; `adjust` may change a spec before it is written. Returns the specs' paths.
+std::vector<std::string> write_generated_specs(const std::string& stem, const std::string& name,
+                                               const std::string& prefix,
+                                               const std::function<void(nlohmann::json&)>& adjust = {});
 
 // The gradient of L = sum_i G_i sum_j f(x_i, y_j) b_j with respect to X (wrt 'x', an (N,D)
 // output), Y ('y', (M,D)) or B ('b', (M)). trial_values: "<scalar><trial % 2>" -> value.
