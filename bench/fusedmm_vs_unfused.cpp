@@ -32,11 +32,6 @@ struct Row {
   std::string load;
 };
 
-std::string cell(const std::vector<double>& v) {
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  return fmt::format("{:.2f}x ({:.2f}..{:.2f})", median_of(v), *lo, *hi);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -149,7 +144,7 @@ int main(int argc, char** argv) {
     const double sol_u = roofline(roofs, DType::fp32, sp->flops(ss) + mp->flops(ms),
                                   sp->bytes(ss, DType::fp32) + mp->bytes(ms, DType::fp32), u).sol_fraction;
     fmt::print("| {} | {} | {:.0f}% | {:.3f} | {:.1f} | {:.3f} | {:.1f} | {} | {} | {} |\n", s.at("M"), s.at("D"),
-               100 * r.sparsity, f * 1e3, 100 * sol_f, u * 1e3, 100 * sol_u, cell(r.unfused_r), cell(r.eigen_r), r.load);
+               100 * r.sparsity, f * 1e3, 100 * sol_f, u * 1e3, 100 * sol_u, bench::ratio_cell(r.unfused_r), bench::ratio_cell(r.eigen_r), r.load);
   }
   fmt::print("({} rounds; ratio = other median / fused median per round, > 1: fused faster; median (min..max); "
              "load = 1-minute load average; kernel parameters: {})\n", rounds, params_text);

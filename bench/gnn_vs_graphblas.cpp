@@ -91,11 +91,6 @@ struct Row {
   std::string load;
 };
 
-std::string cell(const std::vector<double>& v) {
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  return fmt::format("{:.2f}x ({:.2f}..{:.2f})", median_of(v), *lo, *hi);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -168,7 +163,7 @@ int main(int argc, char** argv) {
     const double sol =
         roofline(roofs, DType::fp32, problem->flops(r.sizes), problem->bytes(r.sizes, DType::fp32), k).sol_fraction;
     fmt::print("| {} | {} | {} | {:.3f} | {:.1f} | {} | {} | {} |\n", r.sizes.at("M"), r.sizes.at("N"),
-               r.kind == 0 ? "GCN" : "mean", k * 1e3, 100 * sol, cell(r.grb_r), cell(r.eigen_r), r.load);
+               r.kind == 0 ? "GCN" : "mean", k * 1e3, 100 * sol, bench::ratio_cell(r.grb_r), bench::ratio_cell(r.eigen_r), r.load);
   }
   fmt::print("({} rounds; ratio = peer median / kforge median per round, > 1: kforge faster; median (min..max); "
              "load = 1-minute load average; GraphBLAS and Eigen get the normalized adjacency built beforehand, "

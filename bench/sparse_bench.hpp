@@ -1,8 +1,10 @@
 #pragma once
 // What the sparse family's bench programs share (fusedmm_vs_unfused, spmspv_vs_graphblas,
 // sparse_run): a library kernel compiled once on a backend with its default parameters (and
-// overrides), fp32 buffers made from an instance's tensors, the 1-minute load average, and the
+// overrides), fp32 buffers made from an instance's tensors, the 1-minute load average, a ratio's
+// cell in the tables, and the
 // quick verification each program runs at a shape before timing it.
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
@@ -13,9 +15,16 @@
 
 #include "kforge/backend.hpp"
 #include "kforge/evaluate.hpp"
+#include "kforge/measure.hpp"
 #include "kforge/problem.hpp"
 
 namespace kforge::bench {
+
+// A ratio over rounds as "median x (min..max)".
+inline std::string ratio_cell(const std::vector<double>& v) {
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return fmt::format("{:.2f}x ({:.2f}..{:.2f})", median_of(v), *lo, *hi);
+}
 
 inline std::string load_average() {
   std::ifstream in("/proc/loadavg");
