@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -47,6 +48,38 @@ TEST(CpuPool, BlocksThatWaitForEachOtherStillMeet) {
     EXPECT_EQ(arrived.load(), 3);
     if (launch % 50 == 49) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
+}
+
+// Race probing's reversed schedule: the blocks held at once run last to first, so a kernel
+// whose result depends on an earlier block finishing first is caught whatever the machine's
+// load; blocks that wait for a lower-indexed one (a chained scan) still complete.
+TEST(CpuPool, TheReversedScheduleRunsTheWindowLastToFirst) {
+  ThreadPool pool(17);
+  pool.set_start_delays(0x1234567u, true);
+  for (int launch = 0; launch < 3; ++launch) {
+    std::vector<std::int64_t> order;
+    std::mutex m;
+    pool.run(17, [&](std::int64_t b, int) {
+      std::lock_guard lock(m);
+      order.push_back(b);
+    });
+    ASSERT_EQ(order.size(), 17u);
+    for (std::size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], 16 - static_cast<std::int64_t>(i)) << "launch " << launch;
+  }
+}
+
+TEST(CpuPool, TheReversedScheduleGivesWayToBlocksThatWaitForEarlierOnes) {
+  ThreadPool pool(9);
+  pool.set_start_delays(0x1234567u, true);
+  std::vector<std::atomic<int>> carry(9);
+  const auto t0 = std::chrono::steady_clock::now();
+  pool.run(9, [&](std::int64_t b, int) {
+    if (b > 0)
+      while (carry[static_cast<std::size_t>(b - 1)].load() == 0) std::this_thread::yield();
+    carry[static_cast<std::size_t>(b)].store(1);
+  });
+  for (const auto& c : carry) EXPECT_EQ(c.load(), 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
 }
 
 }  // namespace

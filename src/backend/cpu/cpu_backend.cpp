@@ -227,6 +227,7 @@ class CpuBackend final : public Backend {
       }
     }
     const std::int64_t blocks = g.grid.x * g.grid.y * g.grid.z;
+    widen_for_reversal(blocks);
     const int workers = pool_->size();
     const Entry entry = m.entry;
     fp_change_.clear();
@@ -260,7 +261,9 @@ class CpuBackend final : public Backend {
   // Variant v >= 1 cycles through more threads than cores (2n+1, 4n+3), the ordinary count n
   // and n+1, each with seeded start delays: falling with the block index (a mostly reversed
   // order) with more threads than cores, random otherwise. Never fewer threads than the ordinary schedule: a
-  // kernel may rely on that many blocks running at once (the pool's promise).
+  // kernel may rely on that many blocks running at once (the pool's promise). The reversed
+  // variants widen the pool at launch to hold the whole grid's first blocks at once (see
+  // widen_for_reversal).
   std::string set_schedule(int variant, std::uint64_t seed) override {
     const int n = threads_;
     const int counts[] = {2 * n + 1, n, 4 * n + 3, n + 1};
@@ -269,19 +272,39 @@ class CpuBackend final : public Backend {
       pool_.reset();  // its threads joined before the new ones start
       pool_ = std::make_unique<cpu::ThreadPool>(want);
     }
-    const std::uint64_t delays = variant <= 0 ? 0 : (seed * 0x9e3779b97f4a7c15ull + variant) | 1;
-    const bool reverse = variant % 2 == 1;  // the variants with more threads than cores
-    pool_->set_start_delays(delays, reverse);
+    delays_ = variant <= 0 ? 0 : (seed * 0x9e3779b97f4a7c15ull + variant) | 1;
+    reverse_ = variant % 2 == 1;  // the variants with more threads than cores
+    pool_->set_start_delays(delays_, reverse_);
     if (variant <= 0) return "the ordinary schedule";
-    return fmt::format("{} threads on {} cores, blocks started in a {} order (start-delay seed {:#x})", want,
+    return fmt::format("{} threads on {} cores, blocks started in a {} order (start-delay seed {:#x})",
+                       reverse_ ? fmt::format("{} or as many as the grid's blocks (up to {})", want, kWidestPool)
+                                : std::to_string(want),
                        std::max(1u, std::thread::hardware_concurrency()),
-                       reverse ? "mostly reversed" : "shuffled", delays);
+                       reverse_ ? "mostly reversed" : "shuffled", delays_);
   }
 
  private:
+  static constexpr int kWidestPool = 64;  // threads: 64 stacks of address space at most
+
+  // Blocks can only run out of order within the window of blocks claimed at once, one per
+  // thread. With 4n+3 threads a race between block i and block i+w for w beyond that window
+  // (the two K-slices of a split-K over 2w row bands) never overlaps, and on a small machine
+  // it slipped through. So a reversed schedule holds up to 64 blocks at once: the last of them
+  // starts first.
+  void widen_for_reversal(std::int64_t blocks) {
+    if (!reverse_ || delays_ == 0) return;
+    const int wide = static_cast<int>(std::min<std::int64_t>(blocks, kWidestPool));
+    if (wide <= pool_->size()) return;
+    pool_.reset();
+    pool_ = std::make_unique<cpu::ThreadPool>(wide);
+    pool_->set_start_delays(delays_, true);
+  }
+
   int threads_;  // the ordinary schedule's
   std::string march_;  // -march= for every kernel: "native" or $KFORGE_CPU_MARCH
   std::unique_ptr<cpu::ThreadPool> pool_;
+  std::uint64_t delays_ = 0;  // the schedule's start-delay seed; 0: the ordinary schedule
+  bool reverse_ = false;      // its blocks start in a mostly reversed order
   std::string fp_change_;  // what the last launch left changed; empty: nothing
 };
 

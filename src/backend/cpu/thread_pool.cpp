@@ -24,7 +24,7 @@ bool spin_until(Ready ready, std::chrono::microseconds budget = std::chrono::mic
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads) : finished_(std::make_unique<std::atomic<std::uint64_t>[]>(threads)) {
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
 }
 
@@ -49,8 +49,9 @@ std::int64_t ThreadPool::claim(std::uint64_t generation, std::int64_t blocks) {
 
 void ThreadPool::drain(int worker, std::uint64_t generation, const Body* body, std::int64_t blocks) {
   for (std::int64_t b = claim(generation, blocks); b >= 0; b = claim(generation, blocks)) {
-    if (delay_seed_ != 0) delay_start(b);
+    if (delay_seed_ != 0) delay_start(b, generation);
     (*body)(b, worker);
+    if (reverse_ && b < size()) finished_[b].store(generation, std::memory_order_release);
     if (done_blocks_.fetch_add(1, std::memory_order_acq_rel) + 1 == blocks) {
       std::lock_guard lock(mutex_);  // the caller may be about to sleep: wake it under the lock
       done_.notify_one();
@@ -58,21 +59,35 @@ void ThreadPool::drain(int worker, std::uint64_t generation, const Body* body, s
   }
 }
 
-// About 128 blocks per launch sleep 0..1.5 ms each (whatever the grid's size, so a big grid is
-// not slowed much: 0.1 s of sleep spread over the threads at most); the others give up their
-// core once. Sleeping hands the core to another thread, which is what reorders blocks when there
-// are more threads than cores; delays longer than a small block's work let a later block of
-// the grid start and finish before an earlier one.
-void ThreadPool::delay_start(std::int64_t block) const {
+// Shuffled: about 128 blocks per launch sleep 0..1.5 ms each (whatever the grid's size, so a
+// big grid is not slowed much: 0.1 s of sleep spread over the threads at most); the others give
+// up their core once. Sleeping hands the core to another thread, which is what reorders blocks
+// when there are more threads than cores; delays longer than a small block's work let a later
+// block of the grid start and finish before an earlier one.
+//
+// Reversed: the first size() blocks, all claimed at once (one per thread), run last to first:
+// each waits until the next one has finished. Sleeps alone (falling with the index) left the
+// order to the scheduler, and on a loaded machine a race between the two halves of a grid
+// still slipped through now and then. A wait ends early when no block of the grid has finished
+// for 10 ms: a block may itself wait for a lower-indexed one (a chained scan's carry), and then
+// the order gives way instead of deadlocking.
+void ThreadPool::delay_start(std::int64_t block, std::uint64_t generation) const {
   std::uint64_t h = (delay_seed_ ^ (static_cast<std::uint64_t>(block) * 0x9e3779b97f4a7c15ull)) * 0xbf58476d1ce4e5b9ull;
   h ^= h >> 31;
   h *= 0x94d049bb133111ebull;
   h ^= h >> 29;
-  if (reverse_) {  // the first 128 blocks: 1.5 ms down to 0 as the index grows, plus jitter
-    const std::int64_t ramp = std::min<std::int64_t>(blocks_.load(std::memory_order_relaxed), 128);
-    if (block < ramp)
-      std::this_thread::sleep_for(std::chrono::microseconds((ramp - block) * 1500 / ramp + (h >> 20) % 100));
-    else std::this_thread::yield();
+  if (reverse_) {
+    const std::int64_t window = std::min<std::int64_t>(blocks_.load(std::memory_order_relaxed), size());
+    if (block + 1 >= window) return;
+    using clock = std::chrono::steady_clock;
+    std::int64_t done = done_blocks_.load(std::memory_order_acquire);
+    auto progress = clock::now();
+    while (finished_[block + 1].load(std::memory_order_acquire) != generation) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20 + (h >> 20) % 20));
+      const std::int64_t now_done = done_blocks_.load(std::memory_order_acquire);
+      if (now_done != done) done = now_done, progress = clock::now();
+      else if (clock::now() - progress > std::chrono::milliseconds(10)) return;
+    }
     return;
   }
   const std::uint64_t slots = static_cast<std::uint64_t>(std::max<std::int64_t>(blocks_.load(std::memory_order_relaxed), 128));

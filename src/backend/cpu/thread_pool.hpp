@@ -18,13 +18,15 @@
 // wake and find the grid empty, which on a busy machine cost a time slice for a few-microsecond
 // grid that the caller had already run alone).
 //
-// Race probing (verification): with start delays on, each block, once claimed, waits a seeded
-// pseudo-random time before it runs, so the order in which blocks actually run and overlap is
-// reshuffled from launch to launch while the claim order, and so the promise above, is kept.
+// Race probing (verification): with start delays on, each block, once claimed, waits before it
+// runs (a seeded pseudo-random time, or until the next block has finished), so the order in
+// which blocks actually run and overlap changes while the claim order, and so the promise
+// above, is kept.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -43,8 +45,8 @@ class ThreadPool {
   void run(std::int64_t blocks, const std::function<void(std::int64_t, int)>& body);
   // 0: blocks run as soon as they are claimed (the ordinary schedule); else the seed of the
   // start delays. Set between launches only.
-  // `reverse`: the delays fall with the block index instead (the first blocks claimed wait
-  // longest), so with more threads than cores later blocks tend to run before earlier ones.
+  // `reverse`: the first size() blocks of a grid run in reverse order instead, each after the
+  // next one has finished (the order gives way when nothing finishes for 10 ms).
   void set_start_delays(std::uint64_t seed, bool reverse = false) {
     delay_seed_ = seed;
     reverse_ = reverse;
@@ -56,7 +58,7 @@ class ThreadPool {
   void drain(int worker, std::uint64_t generation, const Body* body, std::int64_t blocks);
   // The next block of grid `generation`, or -1 when it has none left or another grid began.
   std::int64_t claim(std::uint64_t generation, std::int64_t blocks);
-  void delay_start(std::int64_t block) const;
+  void delay_start(std::int64_t block, std::uint64_t generation) const;
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
@@ -71,6 +73,8 @@ class ThreadPool {
   bool stop_ = false;
   std::uint64_t delay_seed_ = 0;
   bool reverse_ = false;
+  // reverse_: finished_[b] holds the generation of the last grid whose block b (< size()) finished
+  std::unique_ptr<std::atomic<std::uint64_t>[]> finished_;
 };
 
 }  // namespace kforge::cpu
