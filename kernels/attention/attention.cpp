@@ -25,42 +25,18 @@
 #include <cmath>
 #include <cstdlib>
 
-#if VW == 0
-#undef VW
-#if defined(__AVX512F__)
-#define VW 16
-#else
-#define VW 8
-#endif
-#endif
+#include "kernels/common/simd.hpp"  // VW, T, vf, scratch()
+
 #define NR (NV * VW)
 
-// The dtype's storage and its conversions (src/backend/cpu/prelude.hpp).
-typedef kf_storage T;
-static inline float to_f32(T x) { return kf_to_f32(x); }
-static inline T from_f32(float f) { return kf_from_f32(f); }
-
-typedef float vf __attribute__((vector_size(VW * 4)));
 typedef int vi __attribute__((vector_size(VW * 4)));
-
-// Per-thread scratch, allocated once per thread at the largest size used.
-static float* scratch(int which, long long floats) {
-  static thread_local float* buf[7] = {};
-  static thread_local long long cap[7] = {};
-  if (cap[which] < floats) {
-    std::free(buf[which]);
-    buf[which] = static_cast<float*>(std::aligned_alloc(64, ((floats * 4 + 63) / 64) * 64));
-    cap[which] = floats;
-  }
-  return buf[which];
-}
 
 // cos(pos·θ_d) at [pos*half + d] and sin at [S*half + pos*half + d], θ_d = base^(-2d/D).
 static const float* rope_table(int S, int D, float base) {
   static thread_local int ts = 0, td = 0;
   static thread_local float tb = 0;
   const int half = D / 2;
-  float* t = scratch(6, 2LL * S * half);
+  float* t = scratch_floats(6, 2LL * S * half);
   if (ts == S && td == D && tb == base) return t;
   for (int d = 0; d < half; ++d) {
     const double theta = std::pow((double)base, -2.0 * d / D);
@@ -162,12 +138,12 @@ static void attention_block(const kf_ctx& ctx, const T* Q, const T* K, const T* 
   const float* cosv = rope_table(S, D, rope_base);
   const float* sinv = cosv + (long long)S * half;
 
-  float* Qp = scratch(0, (long long)R * D);     // (R/MR, D, MR)
-  float* Kt = scratch(1, (long long)D * BKV);   // (D, BKV)
-  float* Vt = scratch(2, (long long)BKV * DP);  // (BKV, DP)
-  float* P = scratch(3, (long long)R * BKV);    // (R, BKV)
-  float* Acc = scratch(4, (long long)R * DP);   // (R, DP)
-  float* ml = scratch(5, 2LL * R);              // running max (R), running sum (R)
+  float* Qp = scratch_floats(0, (long long)R * D);     // (R/MR, D, MR)
+  float* Kt = scratch_floats(1, (long long)D * BKV);   // (D, BKV)
+  float* Vt = scratch_floats(2, (long long)BKV * DP);  // (BKV, DP)
+  float* P = scratch_floats(3, (long long)R * BKV);    // (R, BKV)
+  float* Acc = scratch_floats(4, (long long)R * DP);   // (R, DP)
+  float* ml = scratch_floats(5, 2LL * R);              // running max (R), running sum (R)
 
   // 1. The query rows of the G heads: RoPE, times scale·log2(e), in MR-row panels (rows_p is a
   //    multiple of MR, so no panel straddles two heads); zeros past position S-1.

@@ -23,35 +23,10 @@
 
 #include <cstdlib>
 
-#if VW == 0
-#undef VW
-#if defined(__AVX512F__)
-#define VW 16
-#else
-#define VW 8
-#endif
-#endif
+#include "kernels/common/simd.hpp"  // VW, T, vf, scratch()
+// Scratch slots: 0 input tile, 1 filters, 2 tap offsets.
+
 #define NR (QV * VW)
-
-// The dtype's storage and its conversions (src/backend/cpu/prelude.hpp).
-typedef kf_storage T;
-static inline float to_f32(T x) { return kf_to_f32(x); }
-static inline T from_f32(float f) { return kf_from_f32(f); }
-
-typedef float vf __attribute__((vector_size(VW * 4)));
-typedef float vf_unaligned __attribute__((vector_size(VW * 4), aligned(4)));
-
-// Per-thread scratch (0: input tile, 1: filters, 2: tap offsets), grown on demand.
-static void* scratch(int which, long long bytes) {
-  static thread_local void* buf[3] = {nullptr, nullptr, nullptr};
-  static thread_local long long cap[3] = {0, 0, 0};
-  if (cap[which] < bytes) {
-    std::free(buf[which]);
-    buf[which] = std::aligned_alloc(64, ((bytes + 63) / 64) * 64);
-    cap[which] = bytes;
-  }
-  return buf[which];
-}
 
 // The input rows of image n that output rows p0.. read, phase-split:
 // xt[c][cp][rp][g][j] = x[n, c, h0 + g*stride + rp, j*stride + cp - pad] (h0 = p0*stride - pad),

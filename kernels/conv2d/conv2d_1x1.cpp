@@ -20,42 +20,16 @@
 //   KC       reduction steps (c, r, s) per slice (W panel MR*KC, X panel KC*NR in L1/L2)
 #include <cstdlib>
 
-#if VW == 0
-#undef VW
-#if defined(__AVX512F__)
-#define VW 16
-#else
-#define VW 8
-#endif
-#endif
+#include "kernels/common/simd.hpp"  // VW, T, vf, scratch()
+// Scratch slots: 0 X panels, 1 W panels, 2 fp32 partial sums, 3 column offsets.
+
 #define NR (NV * VW)
-
-// The dtype's storage and its conversions (src/backend/cpu/prelude.hpp).
-typedef kf_storage T;
-static inline float to_f32(T x) { return kf_to_f32(x); }
-static inline T from_f32(float f) { return kf_from_f32(f); }
-
-typedef float vf __attribute__((vector_size(VW * 4)));
-typedef float vf_unaligned __attribute__((vector_size(VW * 4), aligned(4)));
 
 // 16-bit y cannot carry partial sums between channel slices (each store would round them):
 // they stay in an fp32 tile of the block and y is written once, at the end.
 #if defined(KF_DTYPE_FP16) || defined(KF_DTYPE_BF16)
 #define KF_WIDE_PARTIALS 1
 #endif
-
-// Per-thread scratch (0: X panels, 1: W panels, 2: fp32 partial sums, 3: column offsets),
-// grown on demand.
-static void* scratch(int which, long long bytes) {
-  static thread_local void* buf[4] = {nullptr, nullptr, nullptr, nullptr};
-  static thread_local long long cap[4] = {0, 0, 0, 0};
-  if (cap[which] < bytes) {
-    std::free(buf[which]);
-    buf[which] = std::aligned_alloc(64, ((bytes + 63) / 64) * 64);
-    cap[which] = bytes;
-  }
-  return buf[which];
-}
 
 // Reduction rows e0..e0+kc-1 (e = (c*R + r)*S + s) of im2col(X_n)'s columns j0..j0+nc-1 ->
 // panels of NR columns: Xp[panel][e][NR], zero past the last column. off[rs*nc + j] is where

@@ -24,25 +24,12 @@
 #include <cstdlib>
 #include <cstring>
 
-#if VW == 0
-#undef VW
-#if defined(__AVX512F__)
-#define VW 16
-#else
-#define VW 8
-#endif
-#endif
+#include "kernels/common/simd.hpp"  // VW, T, vf, scratch()
+// Scratch slots: 0 B panels, 1 A panels, 2 fp32 partial sums, 3 and 4 the bf16 pair panels of B and A.
+
 #define NR (NV * VW)
 #define KF_STR(x) #x
 #define KF_UNROLL(n) _Pragma(KF_STR(GCC unroll n))
-
-// The dtype's storage and its conversions (src/backend/cpu/prelude.hpp).
-typedef kf_storage T;
-static inline float to_f32(T x) { return kf_to_f32(x); }
-static inline T from_f32(float f) { return kf_from_f32(f); }
-
-typedef float vf __attribute__((vector_size(VW * 4)));
-typedef float vf_unaligned __attribute__((vector_size(VW * 4), aligned(4)));
 
 #if defined(KF_DTYPE_BF16) && defined(__AVX512BF16__) && (VW == 16 || (VW == 8 && defined(__AVX512VL__)))
 #define KF_BF16_DOT 1
@@ -54,19 +41,6 @@ typedef float vf_unaligned __attribute__((vector_size(VW * 4), aligned(4)));
 #if defined(KF_DTYPE_FP16) || defined(KF_DTYPE_BF16)
 #define KF_WIDE_PARTIALS 1
 #endif
-
-// Per-thread scratch (0: B panels, 1: A panels, 2: fp32 partial sums, 3 and 4: the bf16 pair
-// panels of B and A), allocated once per thread at the largest size used.
-static float* scratch(int which, long long floats) {
-  static thread_local float* buf[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
-  static thread_local long long cap[5] = {0, 0, 0, 0, 0};
-  if (cap[which] < floats) {
-    std::free(buf[which]);
-    buf[which] = static_cast<float*>(std::aligned_alloc(64, ((floats * 4 + 63) / 64) * 64));
-    cap[which] = floats;
-  }
-  return buf[which];
-}
 
 // B[k0:k0+kc, n0:n0+nc] -> panels of NR columns: Bp[panel][k][NR], zero beyond N.
 static void pack_b(const T* B, int N, int k0, int kc, int n0, int nc, float* Bp) {
@@ -290,15 +264,15 @@ static void gemm_block(const kf_ctx& ctx, const T* A, const T* B, T* C, int M, i
   const int nc = N - n0 < NC ? N - n0 : NC, mc = M - m0 < MC ? M - m0 : MC;
   const long long b_panels = (nc + NR - 1) / NR, a_panels = (mc + MR - 1) / MR;
 #ifdef KF_WIDE_PARTIALS
-  float* P = scratch(2, (long long)mc * nc);
+  float* P = scratch_floats(2, (long long)mc * nc);
 #endif
   for (int k0 = 0; k0 < K; k0 += KC) {
     const int kc = K - k0 < KC ? K - k0 : KC;
 #ifdef KF_BF16_DOT
     {
       const int kp = (kc + 1) / 2;
-      unsigned* Bq = (unsigned*)scratch(3, kp * b_panels * NR);
-      unsigned* Aq = (unsigned*)scratch(4, kp * a_panels * MR);
+      unsigned* Bq = (unsigned*)scratch_floats(3, kp * b_panels * NR);
+      unsigned* Aq = (unsigned*)scratch_floats(4, kp * a_panels * MR);
       const unsigned key_b = pack_b_dot(B, N, k0, kc, n0, nc, Bq);
       const unsigned key_a = pack_a_dot(A, K, m0, mc, k0, kc, Aq);
       if ((key_a >> 7) + (key_b >> 7) >= kDotMinExponentSum) {
@@ -314,8 +288,8 @@ static void gemm_block(const kf_ctx& ctx, const T* A, const T* B, T* C, int M, i
       // else: products could fall below fp32's normal range; this slice goes the exact way
     }
 #endif
-    float* Bp = scratch(0, kc * b_panels * NR);
-    float* Ap = scratch(1, kc * a_panels * MR);
+    float* Bp = scratch_floats(0, kc * b_panels * NR);
+    float* Ap = scratch_floats(1, kc * a_panels * MR);
     pack_b(B, N, k0, kc, n0, nc, Bp);
     pack_a(A, K, m0, mc, k0, kc, Ap);
     for (int j0 = 0; j0 < nc; j0 += NR) {

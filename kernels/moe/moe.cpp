@@ -28,31 +28,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#if VW == 0
-#undef VW
-#if defined(__AVX512F__)
-#define VW 16
-#else
-#define VW 8
-#endif
-#endif
+#include "kernels/common/simd.hpp"  // VW, T, vf, scratch()
+// Scratch slots: 0 B panels, 1 C partial sums, 2 the schedule.
+
 #define NR (NV * VW)
-
-typedef float vf __attribute__((vector_size(VW * 4)));
-typedef float vf_unaligned __attribute__((vector_size(VW * 4), aligned(4)));
-
-// Per-thread scratch (0: B panels, 1: C partial sums, 2: schedule), kept at the largest size
-// used.
-static void* scratch(int which, long long bytes) {
-  static thread_local void* buf[3] = {nullptr, nullptr, nullptr};
-  static thread_local long long cap[3] = {0, 0, 0};
-  if (cap[which] < bytes) {
-    std::free(buf[which]);
-    buf[which] = std::aligned_alloc(64, ((bytes + 63) / 64) * 64);
-    cap[which] = bytes;
-  }
-  return buf[which];
-}
 
 // W[k0:k0+kc, n0:n0+nc] (row stride F) -> panels of NR columns, Bp[panel][k][NR], zero beyond
 // nc. W is read row by row (nc contiguous floats each), a stream the hardware prefetcher follows.

@@ -2,9 +2,11 @@
 // The opencl and cuda backends compile one text: their prelude (the kf_ helpers every kernel
 // uses), then the kernel's source. A `#line 1 "<file>"` in front of each part restarts the line
 // count, so the compiler's messages name the kernel's own file and lines (or the prelude's).
-// The cpu backend gives g++ its prelude with -include instead, which needs no such line.
+// The cpu backend gives g++ its prelude with -include instead, which needs no such line. The
+// kernel's own `#include "kernels/..."` headers go in as well (kernel_includes.hpp).
 #include <string>
 
+#include "backend/kernel_includes.hpp"
 #include "kforge/util.hpp"
 
 namespace kforge {
@@ -23,7 +25,8 @@ inline std::string with_prelude(const std::string& prelude, const std::string& s
   };
   std::string text = line_1(prelude) + embedded_file(prelude);
   if (!text.empty() && text.back() != '\n') text += '\n';
-  return text + line_1(name.empty() ? std::string(fallback) : name) + source;
+  const std::string file = name.empty() ? std::string(fallback) : name;
+  return text + line_1(file) + expand_kernel_includes(source, file);
 }
 
 }  // namespace kforge

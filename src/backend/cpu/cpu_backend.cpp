@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "backend/cpu/fp_environment.hpp"
+#include "backend/kernel_includes.hpp"
 #include "backend/cpu/thread_pool.hpp"
 #include "kforge/backend.hpp"
 #include "kforge/error.hpp"
@@ -162,8 +163,9 @@ class CpuBackend final : public Backend {
     std::memcpy(dst, static_cast<const CpuBuffer&>(src).data + offset, n);
   }
 
-  std::shared_ptr<Module> compile(const std::string& source, const std::string& entry,
-                                  const Defines& defines, const std::string& /*source_name*/) override {
+  std::shared_ptr<Module> compile(const std::string& kernel_source, const std::string& entry,
+                                  const Defines& defines, const std::string& source_name) override {
+    const std::string source = expand_kernel_includes(kernel_source, source_name);
     std::vector<std::string> argv{compiler(), "-march=" + march_};  // in the cache key below
     for (const char* f : kFlags) argv.emplace_back(f);
     for (const auto& [k, v] : defines) argv.push_back("-D" + k + "=" + v);
