@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "backend/kernel_includes.hpp"
+#include "kforge/error.hpp"
 #include "kforge/util.hpp"
 #include "store/internal.hpp"
 
@@ -21,7 +23,15 @@ std::string kernel_source_hash(const KernelSpec& k) {
   h = hash64(std::string_view("\0", 1), h);
   h = hash64(k.entry, h);
   h = hash64(std::string_view("\0", 1), h);
-  return hex64(hash64(k.source, h));
+  // The text the compiler sees: a change to a shared kernel header is a change to the kernel.
+  // A header kforge lacks fails the compile later, with its message; here the raw text keys it.
+  std::string text;
+  try {
+    text = expand_kernel_includes(k.source, k.source_path);
+  } catch (const CompileError&) {
+    text = k.source;
+  }
+  return hex64(hash64(text, h));
 }
 
 std::string canonical_json(const nlohmann::json& j) { return j.dump(); }  // std::map: sorted keys
