@@ -24,6 +24,7 @@
 // Scratch slots: 0 X panels, 1 W panels, 2 fp32 partial sums, 3 column offsets.
 
 #define NR (NV * VW)
+#include "kernels/common/packed_tile.hpp"  // pack_a, micro_kernel
 
 // 16-bit y cannot carry partial sums between channel slices (each store would round them):
 // they stay in an fp32 tile of the block and y is written once, at the end.
@@ -51,42 +52,6 @@ static void pack_x(const T* x, long long plane, int RS, const int* off, int j0, 
         for (int j = 0; j < w; ++j) d[j] = o[j] >= 0 ? to_f32(src[o[j]]) : 0.0f;
       }
       for (int j = w; j < NR; ++j) d[j] = 0.0f;
-    }
-  }
-}
-
-// W[m0:m0+mc, e0:e0+kc] (W as K x C*R*S) -> panels of MR filters: Wp[panel][e][MR], zero past
-// the last filter.
-static void pack_w(const T* w, int crs, int m0, int mc, int e0, int kc, float* Wp) {
-  for (int i0 = 0; i0 < mc; i0 += MR) {
-    float* dst = Wp + (long long)(i0 / MR) * kc * MR;
-    const int h = mc - i0 < MR ? mc - i0 : MR;
-    for (int i = 0; i < h; ++i) {
-      const T* src = w + (long long)(m0 + i0 + i) * crs + e0;
-      for (int c = 0; c < kc; ++c) dst[c * MR + i] = to_f32(src[c]);
-    }
-    for (int i = h; i < MR; ++i)
-      for (int c = 0; c < kc; ++c) dst[c * MR + i] = 0.0f;
-  }
-}
-
-// acc = W panel (kc x MR) times X panel (kc x NR), in registers.
-static inline void micro_kernel(int kc, const float* __restrict a, const float* __restrict b,
-                                vf acc[MR][NV]) {
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) acc[i][v] = vf{};
-#pragma GCC unroll 4
-  for (int c = 0; c < kc; ++c) {
-    vf bv[NV];
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) bv[v] = *(const vf*)(b + c * NR + v * VW);
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      const float ai = a[c * MR + i];
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[i][v] += ai * bv[v];
     }
   }
 }
@@ -146,7 +111,7 @@ static void conv2d_1x1_block(const kf_ctx& ctx, const T* x, const T* w, T* y, in
   for (int e0 = 0; e0 < crs; e0 += KC) {
     const int kc = crs - e0 < KC ? crs - e0 : KC;
     pack_x(xn, (long long)H * W, RS, off, j0, nc, e0, kc, Xp);
-    pack_w(w, crs, m0, mc, e0, kc, Wp);
+    pack_a(w, crs, m0, mc, e0, kc, Wp);  // W as K x C*R*S
     for (int jp = 0; jp < nc; jp += NR) {
       const float* xp = Xp + (long long)(jp / NR) * kc * NR;
       for (int i0 = 0; i0 < mc; i0 += MR) {

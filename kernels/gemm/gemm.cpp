@@ -28,8 +28,8 @@
 // Scratch slots: 0 B panels, 1 A panels, 2 fp32 partial sums, 3 and 4 the bf16 pair panels of B and A.
 
 #define NR (NV * VW)
-#define KF_STR(x) #x
-#define KF_UNROLL(n) _Pragma(KF_STR(GCC unroll n))
+#define MK_UNROLL UNROLL
+#include "kernels/common/packed_tile.hpp"  // pack_a, micro_kernel
 
 #if defined(KF_DTYPE_BF16) && defined(__AVX512BF16__) && (VW == 16 || (VW == 8 && defined(__AVX512VL__)))
 #define KF_BF16_DOT 1
@@ -52,41 +52,6 @@ static void pack_b(const T* B, int N, int k0, int kc, int n0, int nc, float* Bp)
       float* d = dst + (long long)k * NR;
       for (int j = 0; j < w; ++j) d[j] = to_f32(src[j]);
       for (int j = w; j < NR; ++j) d[j] = 0.0f;
-    }
-  }
-}
-
-// A[m0:m0+mc, k0:k0+kc] -> panels of MR rows: Ap[panel][k][MR], zero beyond M.
-static void pack_a(const T* A, int K, int m0, int mc, int k0, int kc, float* Ap) {
-  for (int i0 = 0; i0 < mc; i0 += MR) {
-    float* dst = Ap + (long long)(i0 / MR) * kc * MR;
-    const int h = mc - i0 < MR ? mc - i0 : MR;
-    for (int i = 0; i < h; ++i) {
-      const T* src = A + (long long)(m0 + i0 + i) * K + k0;
-      for (int k = 0; k < kc; ++k) dst[k * MR + i] = to_f32(src[k]);
-    }
-    for (int i = h; i < MR; ++i)
-      for (int k = 0; k < kc; ++k) dst[k * MR + i] = 0.0f;
-  }
-}
-
-// acc = Ap panel (kc x MR) times Bp panel (kc x NR), in registers.
-static inline void micro_kernel(int kc, const float* __restrict a, const float* __restrict b,
-                                vf acc[MR][NV]) {
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) acc[i][v] = vf{} ;
-  KF_UNROLL(UNROLL)
-  for (int k = 0; k < kc; ++k) {
-    vf bv[NV];
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) bv[v] = *(const vf*)(b + k * NR + v * VW);
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      const float ai = a[k * MR + i];
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[i][v] += ai * bv[v];
     }
   }
 }
