@@ -152,4 +152,23 @@ struct CvResult {
 [[nodiscard]] Eigen::VectorXd decision(const KernelFunction& k, const Eigen::MatrixXd& train, const Fit& fit,
                                        const Eigen::MatrixXd& x);
 
+// A model saved by `kforge kmodel svm|logreg --save FILE` (format "kforge-kmodel-1"): the
+// training rows travel with it, since f(x) = sum_j alpha_j k(x, x_j) + b needs them.
+struct SavedModel {
+  Loss loss = Loss::huber_hinge;
+  KernelFunction kernel;
+  double lambda = 0, delta = 0.5;
+  Fit fit;            // alpha and b
+  Eigen::MatrixXd x;  // (n, d) the training rows
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+// Reads and checks a saved model; throws UsageError naming the file and what is wrong (not
+// JSON, another format, a missing or non-finite field, alpha and the rows of different counts).
+[[nodiscard]] SavedModel load_model(const std::string& path);
+
+// Rows to score: a CSV file of numbers with `features` columns, or `features` + 1 with the
+// label last (then `labels` is set, -1/+1 or 0/1 as in read_csv). Throws UsageError otherwise.
+[[nodiscard]] Eigen::MatrixXd read_rows_to_score(const std::string& path, Eigen::Index features,
+                                                 Eigen::VectorXd* labels);
+
 }  // namespace kforge::kmodel

@@ -1,6 +1,7 @@
 // `kforge kmodel svm|logreg`: a kernel SVM or kernel logistic regression over a regularization
 // path, scored by stratified k-fold cross-validation; one eigendecomposition per training fold
-// serves every lambda (include/kforge/kmodel.hpp, docs/kernel-models.md).
+// serves every lambda (include/kforge/kmodel.hpp, docs/kernel-models.md). `kforge kmodel
+// predict` scores new rows with a model saved by `--save`.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -11,12 +12,13 @@
 #include "cli/common.hpp"
 #include "kforge/error.hpp"
 #include "kforge/kmodel.hpp"
+#include "kforge/util.hpp"
 
 namespace kforge::cli {
 namespace {
 
 struct Opts {
-  std::string model, data, save, test, kernel = "rbf", gamma = "scale", lambdas = "1e-4:1e1:20", eigensolver = "lapack";
+  std::string model, data, save, test, model_file, out, kernel = "rbf", gamma = "scale", lambdas = "1e-4:1e1:20", eigensolver = "lapack";
   int folds = 5, max_iter = 20000;
   double delta = 0.5, tol = 1e-4, rank_tol = 1e-12;
   std::uint64_t seed = 1;
@@ -31,6 +33,54 @@ double parse_gamma(const std::string& s, const Eigen::MatrixXd& x) {
   if (used != s.size() || !(g > 0) || !std::isfinite(g))
     throw UsageError("--gamma " + s + ": a positive number, or 'scale' (1 / (features * variance of x))");
   return g;
+}
+
+// Scores the rows of --data with the saved --model: per row the decision value f(x), the label
+// (+1 where f >= 0) and, for logistic regression, P(y = +1) = 1 / (1 + exp(-f)); the accuracy
+// when the rows carry labels.
+void predict(const Opts& o, int& code) {
+  if (o.model_file.empty()) throw UsageError("kmodel predict: needs --model FILE (written by `kforge kmodel svm|logreg --save`)");
+  const kmodel::SavedModel m = kmodel::load_model(o.model_file);
+  Eigen::VectorXd labels;
+  const Eigen::MatrixXd x = kmodel::read_rows_to_score(o.data, m.x.cols(), &labels);
+  const Eigen::VectorXd f = kmodel::decision(m.kernel, m.x, m.fit, x);
+  const bool logistic = m.loss == kmodel::Loss::logistic;
+  std::string csv = logistic ? "decision,label,probability\n" : "decision,label\n";
+  nlohmann::json rows = nlohmann::json::array();
+  int correct = 0;
+  for (Eigen::Index i = 0; i < f.size(); ++i) {
+    const int label = f[i] >= 0 ? 1 : -1;
+    const double p = 1.0 / (1.0 + std::exp(-f[i]));
+    csv += logistic ? fmt::format("{:.17g},{},{:.17g}\n", f[i], label, p) : fmt::format("{:.17g},{}\n", f[i], label);
+    nlohmann::json r{{"decision", f[i]}, {"label", label}};
+    if (logistic) r["probability"] = p;
+    rows.push_back(r);
+    if (labels.size() > 0) correct += label == labels[i];
+  }
+  const double accuracy = labels.size() > 0 ? static_cast<double>(correct) / static_cast<double>(f.size()) : NAN;
+  if (!o.out.empty()) {
+    try {
+      write_file_atomic(o.out, csv);
+    } catch (const std::exception&) {
+      throw UsageError("--out " + o.out + ": cannot write the file (does its folder exist?)");
+    }
+  }
+  code = kExitPassed;
+  if (o.json) {
+    nlohmann::json j{{"model", {{"path", o.model_file}, {"kind", kmodel::loss_name(m.loss)}, {"training_rows", m.x.rows()}}},
+                     {"data", {{"path", o.data}, {"rows", f.size()}, {"labelled", labels.size() > 0}}}};
+    if (labels.size() > 0) j["accuracy"] = accuracy;
+    if (o.out.empty()) j["predictions"] = rows;
+    else j["written"] = o.out;
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  if (o.out.empty()) fmt::print("{}", csv);
+  const std::string summary = fmt::format("{} rows scored by the {} model in {}{}{}\n", f.size(), kmodel::loss_name(m.loss),
+                                          o.model_file, labels.size() > 0 ? fmt::format(": accuracy {:.4f}", accuracy) : "",
+                                          o.out.empty() ? "" : ", predictions written to " + o.out);
+  if (o.out.empty()) fmt::print(stderr, "{}", summary);  // stdout is the CSV
+  else fmt::print("{}", summary);
 }
 
 void print_table(const Opts& o, const kmodel::CvOptions& cv, const kmodel::Dataset& d, const kmodel::CvResult& r) {
@@ -57,10 +107,13 @@ void add_kmodel(CLI::App& app, int& code) {
   auto* cmd = app.add_subcommand(
       "kmodel", "kernel SVM / logistic regression over a lambda path, chosen by cross-validation");
   auto o = std::make_shared<Opts>();
-  cmd->add_option("model", o->model, "svm (Huberized hinge) or logreg (logistic)")
-      ->required()->check(CLI::IsMember({"svm", "logreg"}));
-  cmd->add_option("--data", o->data, "CSV file: features, then the label (-1/+1 or 0/1) in the last column")
+  cmd->add_option("model", o->model, "svm (Huberized hinge), logreg (logistic), or predict (with --model)")
+      ->required()->check(CLI::IsMember({"svm", "logreg", "predict"}));
+  cmd->add_option("--data", o->data, "CSV file: features, then the label (-1/+1 or 0/1) in the last column "
+                                     "(predict: the label column is optional)")
       ->required();
+  cmd->add_option("--model", o->model_file, "predict: a model written by --save");
+  cmd->add_option("--out", o->out, "predict: write the predictions (CSV) to this file instead of stdout");
   cmd->add_option("--kernel", o->kernel, "rbf or linear")->capture_default_str();
   cmd->add_option("--gamma", o->gamma, "rbf width: exp(-gamma |x-z|^2); 'scale' = 1/(features * var(x))")
       ->capture_default_str();
@@ -80,6 +133,9 @@ void add_kmodel(CLI::App& app, int& code) {
   cmd->add_option("--test", o->test, "refit on every row at the chosen lambda and score this held-out CSV file");
   cmd->add_flag("--json", o->json, "print JSON");
   cmd->callback([o, &code] {
+    if (o->model == "predict") return predict(*o, code);
+    if (!o->model_file.empty() || !o->out.empty())
+      throw UsageError("--model and --out are for `kforge kmodel predict`; to write a fitted model use --save");
     if (!(o->delta > 0 && o->delta <= 1)) throw UsageError(fmt::format("--delta {}: needs 0 < delta <= 1", o->delta));
     if (!(o->tol > 0)) throw UsageError(fmt::format("--tol {}: needs a positive tolerance", o->tol));
     if (!(o->rank_tol >= 0 && o->rank_tol < 1))
@@ -121,19 +177,12 @@ void add_kmodel(CLI::App& app, int& code) {
                              {"accuracy", static_cast<double>(correct) / static_cast<double>(f.size())}};
       }
       if (!o->save.empty()) {
-        // The training rows travel with the model: f(x) = sum_j alpha_j k(x, x_j) + b needs them.
-        std::vector<std::vector<double>> rows(static_cast<std::size_t>(d.x.rows()),
-                                              std::vector<double>(static_cast<std::size_t>(d.x.cols())));
-        for (Eigen::Index i = 0; i < d.x.rows(); ++i)
-          for (Eigen::Index j = 0; j < d.x.cols(); ++j) rows[i][j] = d.x(i, j);
-        const nlohmann::json m{{"format", "kforge-kmodel-1"}, {"model", o->model},
-                               {"kernel", {{"kind", o->kernel}, {"gamma", cv.kernel.gamma}}},
-                               {"lambda", lambda}, {"delta", o->delta}, {"b", fit.b},
-                               {"alpha", std::vector<double>(fit.alpha.data(), fit.alpha.data() + fit.alpha.size())},
-                               {"x", rows}};
-        std::ofstream out(o->save);
-        if (!(out << m.dump() << "\n"))
+        kmodel::SavedModel m{cv.solver.loss, cv.kernel, lambda, o->delta, fit, d.x};
+        try {
+          write_file_atomic(o->save, m.to_json().dump() + "\n");
+        } catch (const std::exception&) {
           throw UsageError("--save " + o->save + ": cannot write the file (does its folder exist?)");
+        }
         final_fit["saved"] = o->save;
       }
     }

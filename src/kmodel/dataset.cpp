@@ -47,10 +47,12 @@ void check_labels(const Eigen::VectorXd& y, const std::string& what) {
                                  "classes, -1/+1 or 0/1, in the last column", what, y.size(), pos ? "+1" : "-1"));
 }
 
-Dataset read_csv(const std::string& path) {
+namespace {
+
+// The numbers of a CSV file, every row of one width; `option` names the file in errors.
+std::vector<std::vector<double>> read_table(const std::string& path, const std::string& option) {
   std::ifstream in(path);
-  if (!in) throw UsageError(fmt::format("--data {}: cannot open the file (a CSV file of numbers, the label "
-                                        "-1/+1 or 0/1 in the last column)", path));
+  if (!in) throw UsageError(fmt::format("{} {}: cannot open the file (a CSV file of numbers)", option, path));
   std::vector<std::vector<double>> rows;
   std::string line;
   std::size_t width = 0;
@@ -61,30 +63,60 @@ Dataset read_csv(const std::string& path) {
     for (std::size_t j = 0; j < fields.size(); ++j) {
       if (parse_number(fields[j], row[j])) continue;
       if (rows.empty() && j == 0) { row.clear(); break; }  // a header line
-      throw UsageError(fmt::format("--data {}: line {}, field {}: '{}' is not a finite number", path, line_no, j + 1,
-                                   fields[j]));
+      throw UsageError(fmt::format("{} {}: line {}, field {}: '{}' is not a finite number", option, path, line_no,
+                                   j + 1, fields[j]));
     }
     if (row.empty()) continue;
     if (width == 0) width = row.size();
     if (row.size() != width)
-      throw UsageError(fmt::format("--data {}: line {} has {} fields, the first row {}; every row needs the "
-                                   "same features and the label last", path, line_no, row.size(), width));
+      throw UsageError(fmt::format("{} {}: line {} has {} fields, the first row {}; every row needs the same "
+                                   "columns", option, path, line_no, row.size(), width));
     rows.push_back(std::move(row));
   }
-  if (rows.empty()) throw UsageError(fmt::format("--data {}: no rows of numbers", path));
-  if (width < 2) throw UsageError(fmt::format("--data {}: one column; need features and the label last", path));
-  Dataset d;
-  d.x.resize(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(width - 1));
-  d.y.resize(static_cast<Eigen::Index>(rows.size()));
-  bool zero_one = true;  // 0/1 labels become -1/+1 only when no -1 appears
+  if (rows.empty()) throw UsageError(fmt::format("{} {}: no rows of numbers", option, path));
+  return rows;
+}
+
+// The last column as labels: 0/1 become -1/+1 when no -1 appears.
+Eigen::VectorXd labels_of(const std::vector<std::vector<double>>& rows) {
+  bool zero_one = true;
   for (const auto& r : rows) zero_one = zero_one && (r.back() == 0 || r.back() == 1);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    for (std::size_t j = 0; j + 1 < width; ++j) d.x(i, j) = rows[i][j];
-    const double label = rows[i].back();
-    d.y[i] = zero_one && label == 0 ? -1 : label;
-  }
+  Eigen::VectorXd y(static_cast<Eigen::Index>(rows.size()));
+  for (std::size_t i = 0; i < rows.size(); ++i) y[i] = zero_one && rows[i].back() == 0 ? -1 : rows[i].back();
+  return y;
+}
+
+Eigen::MatrixXd features_of(const std::vector<std::vector<double>>& rows, std::size_t columns) {
+  Eigen::MatrixXd x(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(columns));
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (std::size_t j = 0; j < columns; ++j) x(i, j) = rows[i][j];
+  return x;
+}
+
+}  // namespace
+
+Dataset read_csv(const std::string& path) {
+  const auto rows = read_table(path, "--data");
+  const std::size_t width = rows.front().size();
+  if (width < 2) throw UsageError(fmt::format("--data {}: one column; need features and the label last", path));
+  Dataset d{features_of(rows, width - 1), labels_of(rows)};
   check_labels(d.y, "--data " + path);
   return d;
+}
+
+Eigen::MatrixXd read_rows_to_score(const std::string& path, Eigen::Index features, Eigen::VectorXd* labels) {
+  const auto rows = read_table(path, "--data");
+  const auto width = static_cast<Eigen::Index>(rows.front().size());
+  if (width != features && width != features + 1)
+    throw UsageError(fmt::format("--data {}: {} columns; the model has {} features: give {} (features) or {} "
+                                 "(features, then the label)", path, width, features, features, features + 1));
+  if (width == features + 1 && labels) {
+    *labels = labels_of(rows);
+    for (Eigen::Index i = 0; i < labels->size(); ++i)
+      if ((*labels)[i] != 1 && (*labels)[i] != -1)
+        throw UsageError(fmt::format("--data {}: label {} in row {} is not -1/+1 or 0/1", path, (*labels)[i], i + 1));
+  }
+  return features_of(rows, static_cast<std::size_t>(features));
 }
 
 }  // namespace kforge::kmodel

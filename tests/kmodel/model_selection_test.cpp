@@ -3,7 +3,10 @@
 // with the cause on bad input).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+
+#include <fmt/format.h>
 
 #include "kforge/error.hpp"
 #include "kforge/kmodel.hpp"
@@ -146,6 +149,83 @@ TEST(KernelModelCli, JsonPathAndExitTwoOnBadInput) {
       {"svm --data " + good + " --lambdas 1:2", "--lambdas"},
       {"svm --data " + good + " --folds 40", "--folds 40"},
       {"tree --data " + good, "tree"}};
+  for (const auto& [args, why] : bad) {
+    const auto e = kforge::test::kforge_cli("kmodel " + args);
+    EXPECT_EQ(e.exit_code, 2) << args;
+    EXPECT_NE(e.err.find(why), std::string::npos) << args << ": " << e.err;
+  }
+}
+
+// A saved model scores new rows exactly as the model that was fitted: the same held-out
+// accuracy as --test, f(x) recomputed here from the file's coefficients and rows, the labels
+// optional, and every way a model or data file can be wrong is exit 2 naming it.
+TEST(KernelModelCli, PredictWithASavedModelReproducesTheFit) {
+  const Dataset d = test::blobs(/*n=*/53, /*d=*/3, 1.2, 0.05, /*seed=*/21);
+  const Dataset fresh = test::blobs(/*n=*/41, /*d=*/3, 1.2, 0.05, /*seed=*/22);
+  const std::string train = write_file("pred-train", csv_of(d, false));
+  const std::string labelled = write_file("pred-labelled", csv_of(fresh, true));
+  const Dataset read_back = read_csv(labelled);  // the values as written (6 decimals)
+  std::string unlabelled_text;
+  for (Eigen::Index i = 0; i < read_back.x.rows(); ++i)
+    unlabelled_text += fmt::format("{},{},{}\n", read_back.x(i, 0), read_back.x(i, 1), read_back.x(i, 2));
+  const std::string unlabelled = write_file("pred-unlabelled", unlabelled_text);
+  const auto dir = kforge::test::scratch_dir("kforge-kmodel", "pred-model");
+  const std::string model = (dir / "m.json").string();
+  const auto fit = kforge::test::kforge_cli("kmodel logreg --data " + train + " --lambdas 1e-3:1e-1:3 --folds 3 --test " +
+                                            labelled + " --save " + model + " --json");
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const double test_accuracy = kforge::test::parse_or_fail(fit)["final"]["test"]["accuracy"];
+
+  const auto scored = kforge::test::kforge_cli("kmodel predict --model " + model + " --data " + labelled + " --json");
+  ASSERT_EQ(scored.exit_code, 0) << scored.err;
+  const auto j = kforge::test::parse_or_fail(scored);
+  EXPECT_EQ(j["accuracy"].get<double>(), test_accuracy);
+  ASSERT_EQ(j["predictions"].size(), 41u);
+
+  // f(x) from the file by hand: sum_j alpha_j exp(-gamma |x - x_j|^2) + b.
+  const SavedModel m = load_model(model);
+  EXPECT_EQ(m.loss, Loss::logistic);
+  for (Eigen::Index i = 0; i < read_back.x.rows(); ++i) {
+    double f = m.fit.b;
+    for (Eigen::Index k = 0; k < m.x.rows(); ++k)
+      f += m.fit.alpha[k] * std::exp(-m.kernel.gamma * (read_back.x.row(i) - m.x.row(k)).squaredNorm());
+    const auto& p = j["predictions"][static_cast<std::size_t>(i)];
+    const double decision = p["decision"];
+    EXPECT_NEAR(decision, f, 1e-6 * (1 + std::abs(f))) << "row " << i;  // K by dot products there
+    EXPECT_EQ(p["label"].get<int>(), decision >= 0 ? 1 : -1);
+    EXPECT_NEAR(p["probability"].get<double>(), 1 / (1 + std::exp(-decision)), 1e-15);
+  }
+
+  // Without labels: the same decisions, no accuracy; the CSV on stdout or in --out.
+  const auto plain = kforge::test::kforge_cli("kmodel predict --model " + model + " --data " + unlabelled + " --json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const auto jp = kforge::test::parse_or_fail(plain);
+  EXPECT_FALSE(jp.contains("accuracy"));
+  EXPECT_EQ(jp["predictions"], j["predictions"]);
+  const std::string out = (dir / "p.csv").string();
+  const auto to_file = kforge::test::kforge_cli("kmodel predict --model " + model + " --data " + unlabelled + " --out " + out);
+  ASSERT_EQ(to_file.exit_code, 0) << to_file.err;
+  std::ifstream csv(out);
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_EQ(header, "decision,label,probability");
+  int lines = 0;
+  for (std::string l; std::getline(csv, l);) ++lines;
+  EXPECT_EQ(lines, 41);
+
+  const std::string not_json = write_file("pred-bad-json", "{");
+  const std::string other = write_file("pred-other", R"({"format":"something-else"})");
+  nlohmann::json short_alpha = m.to_json();
+  short_alpha["alpha"].erase(0);
+  const std::string mismatched = write_file("pred-short", short_alpha.dump());
+  const std::pair<std::string, std::string> bad[] = {
+      {"predict --data " + labelled, "needs --model"},
+      {"predict --model /nonexistent/m.json --data " + labelled, "cannot open"},
+      {"predict --model " + not_json + " --data " + labelled, "not JSON"},
+      {"predict --model " + other + " --data " + labelled, "kforge-kmodel-1"},
+      {"predict --model " + mismatched + " --data " + labelled, "52 coefficients for 53 training rows"},
+      {"predict --model " + model + " --data " + write_file("pred-2col", "1,2\n3,4\n"), "the model has 3 features"},
+      {"logreg --data " + train + " --model " + model, "--model and --out are for"}};
   for (const auto& [args, why] : bad) {
     const auto e = kforge::test::kforge_cli("kmodel " + args);
     EXPECT_EQ(e.exit_code, 2) << args;
