@@ -34,10 +34,13 @@ struct Dataset {
 void check_labels(const Eigen::VectorXd& y, const std::string& what);
 
 struct KernelFunction {
-  enum class Kind { rbf, linear } kind = Kind::rbf;
+  enum class Kind { rbf, linear, poly } kind = Kind::rbf;
   double gamma = 1;  // rbf: k(x, z) = exp(-gamma |x - z|^2); linear: k(x, z) = x . z
+  int degree = 3;     // poly: k(x, z) = (gamma x . z + coef0)^degree
+  double coef0 = 1;
 };
-// Parses "rbf" or "linear"; throws UsageError otherwise.
+[[nodiscard]] const char* kernel_kind_name(KernelFunction::Kind k);
+// Parses "rbf", "linear" or "poly"; throws UsageError otherwise.
 [[nodiscard]] KernelFunction::Kind parse_kernel_kind(const std::string& s);
 // scikit-learn's gamma='scale': 1 / (d * variance of all entries of x).
 [[nodiscard]] double gamma_scale(const Eigen::MatrixXd& x);

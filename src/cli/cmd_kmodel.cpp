@@ -19,8 +19,8 @@ namespace {
 
 struct Opts {
   std::string model, data, save, test, model_file, out, kernel = "rbf", gamma = "scale", lambdas = "1e-4:1e1:20", eigensolver = "lapack";
-  int folds = 5, max_iter = 20000;
-  double delta = 0.5, tol = 1e-4, rank_tol = 1e-12;
+  int folds = 5, max_iter = 20000, degree = 3;
+  double coef0 = 1, delta = 0.5, tol = 1e-4, rank_tol = 1e-12;
   std::uint64_t seed = 1;
   bool json = false, cold = false;
 };
@@ -87,7 +87,10 @@ void print_table(const Opts& o, const kmodel::CvOptions& cv, const kmodel::Datas
   fmt::print("{} ({}) on {}: {} rows, {} features, kernel {}{}, {} folds, {} lambdas\n", o.model,
              o.model == "svm" ? fmt::format("Huberized hinge, delta {}", o.delta) : "logistic", o.data,
              d.x.rows(), d.x.cols(), o.kernel,
-             cv.kernel.kind == kmodel::KernelFunction::Kind::rbf ? fmt::format(" gamma {:.4g}", cv.kernel.gamma) : "",
+             cv.kernel.kind == kmodel::KernelFunction::Kind::rbf    ? fmt::format(" gamma {:.4g}", cv.kernel.gamma)
+             : cv.kernel.kind == kmodel::KernelFunction::Kind::poly ? fmt::format(" (gamma {:.4g} x.z + {:g})^{}", cv.kernel.gamma,
+                                                                                  cv.kernel.coef0, cv.kernel.degree)
+                                                                    : "",
              cv.folds, cv.lambdas.size());
   fmt::print("  {:>11} {:>10} {:>17} {:>10}\n", "lambda", "accuracy", "folds min..max", "iterations");
   for (std::size_t l = 0; l < r.path.size(); ++l) {
@@ -114,8 +117,10 @@ void add_kmodel(CLI::App& app, int& code) {
       ->required();
   cmd->add_option("--model", o->model_file, "predict: a model written by --save");
   cmd->add_option("--out", o->out, "predict: write the predictions (CSV) to this file instead of stdout");
-  cmd->add_option("--kernel", o->kernel, "rbf or linear")->capture_default_str();
-  cmd->add_option("--gamma", o->gamma, "rbf width: exp(-gamma |x-z|^2); 'scale' = 1/(features * var(x))")
+  cmd->add_option("--kernel", o->kernel, "rbf, linear or poly")->capture_default_str();
+  cmd->add_option("--degree", o->degree, "poly: (gamma x.z + coef0)^degree")->capture_default_str();
+  cmd->add_option("--coef0", o->coef0, "poly: the constant term")->capture_default_str();
+  cmd->add_option("--gamma", o->gamma, "rbf width exp(-gamma |x-z|^2), poly scale; 'scale' = 1/(features * var(x))")
       ->capture_default_str();
   cmd->add_option("--lambdas", o->lambdas, "LO:HI:COUNT (log grid) or a list 0.1,0.01")->capture_default_str();
   cmd->add_option("--folds", o->folds, "cross-validation folds (stratified)")->capture_default_str();
@@ -143,6 +148,10 @@ void add_kmodel(CLI::App& app, int& code) {
     if (o->max_iter < 1) throw UsageError("--max-iter: needs at least 1");
     kmodel::CvOptions cv;
     cv.kernel.kind = kmodel::parse_kernel_kind(o->kernel);
+    if (o->degree < 1 || o->degree > 32) throw UsageError(fmt::format("--degree {}: an integer 1..32", o->degree));
+    if (!std::isfinite(o->coef0)) throw UsageError("--coef0: a finite number");
+    cv.kernel.degree = o->degree;
+    cv.kernel.coef0 = o->coef0;
     cv.lambdas = kmodel::parse_lambdas(o->lambdas);
     cv.eigensolver = kmodel::parse_eigensolver(o->eigensolver);
     const kmodel::Dataset d = kmodel::read_csv(o->data);
@@ -193,6 +202,7 @@ void add_kmodel(CLI::App& app, int& code) {
       j["model"] = o->model;
       j["data"] = {{"path", o->data}, {"rows", d.x.rows()}, {"features", d.x.cols()}};
       j["kernel"] = {{"kind", o->kernel}, {"gamma", cv.kernel.gamma}};
+      if (cv.kernel.kind == kmodel::KernelFunction::Kind::poly) j["kernel"].update({{"degree", o->degree}, {"coef0", o->coef0}});
       j["solver"] = {{"delta", o->delta}, {"tol", o->tol}, {"max_iter", o->max_iter}, {"rank_tol", o->rank_tol}, {"warm", cv.warm},
                      {"eigensolver", o->eigensolver}};
       j["folds"] = cv.folds;

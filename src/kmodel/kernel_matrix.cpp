@@ -30,7 +30,12 @@ namespace kforge::kmodel {
 KernelFunction::Kind parse_kernel_kind(const std::string& s) {
   if (s == "rbf") return KernelFunction::Kind::rbf;
   if (s == "linear") return KernelFunction::Kind::linear;
-  throw UsageError("--kernel " + s + ": unknown kernel; use rbf or linear");
+  if (s == "poly") return KernelFunction::Kind::poly;
+  throw UsageError("--kernel " + s + ": unknown kernel; use rbf, linear or poly");
+}
+
+const char* kernel_kind_name(KernelFunction::Kind k) {
+  return k == KernelFunction::Kind::rbf ? "rbf" : k == KernelFunction::Kind::linear ? "linear" : "poly";
 }
 
 double gamma_scale(const Eigen::MatrixXd& x) {
@@ -44,6 +49,14 @@ Eigen::MatrixXd gram(const KernelFunction& k, const Eigen::MatrixXd& a, const Ei
     throw UsageError(fmt::format("gram: {} features against {}", a.cols(), b.cols()));
   Eigen::MatrixXd g = a * b.transpose();  // (rows of a, rows of b)
   if (k.kind == KernelFunction::Kind::linear) return g;
+  if (k.kind == KernelFunction::Kind::poly) {
+    // An integer power by repeated multiplication: exact for the degrees people use, and
+    // std::pow of a negative base with an integer-valued double exponent is fine too but slower.
+    g = (k.gamma * g.array() + k.coef0).matrix();
+    const Eigen::ArrayXXd base = g.array();
+    for (int d = 1; d < k.degree; ++d) g.array() *= base;
+    return g;
+  }
   const Eigen::VectorXd na = a.rowwise().squaredNorm(), nb = b.rowwise().squaredNorm();
   for (Eigen::Index j = 0; j < g.cols(); ++j)
     for (Eigen::Index i = 0; i < g.rows(); ++i)

@@ -35,7 +35,7 @@ nlohmann::json SavedModel::to_json() const {
     for (Eigen::Index j = 0; j < x.cols(); ++j) rows[i][j] = x(i, j);
   return {{"format", kFormat},
           {"model", loss_name(loss)},
-          {"kernel", {{"kind", kernel.kind == KernelFunction::Kind::rbf ? "rbf" : "linear"}, {"gamma", kernel.gamma}}},
+          {"kernel", {{"kind", kernel_kind_name(kernel.kind)}, {"gamma", kernel.gamma}, {"degree", kernel.degree}, {"coef0", kernel.coef0}}},
           {"lambda", lambda},
           {"delta", delta},
           {"b", fit.b},
@@ -62,6 +62,12 @@ SavedModel load_model(const std::string& path) {
     bad(path, e.what());
   }
   m.kernel.gamma = finite_number(j["kernel"], "gamma", path);
+  if (m.kernel.kind == KernelFunction::Kind::poly) {
+    m.kernel.coef0 = finite_number(j["kernel"], "coef0", path);
+    const double degree = finite_number(j["kernel"], "degree", path);
+    if (degree < 1 || degree > 32 || degree != std::floor(degree)) bad(path, "the kernel's degree is not an integer 1..32");
+    m.kernel.degree = static_cast<int>(degree);
+  }
   m.lambda = finite_number(j, "lambda", path);
   m.delta = finite_number(j, "delta", path);
   m.fit.b = finite_number(j, "b", path);

@@ -145,7 +145,8 @@ TEST(KernelModelCli, JsonPathAndExitTwoOnBadInput) {
       {"svm --data /nonexistent/x.csv", "cannot open"},
       {"svm --data " + good + " --test " + write_file("cli-3d", "1,2,3,1\n2,3,4,-1\n"), "3 features"},
       {"svm --data " + write_file("cli-one", "1,2,1\n2,3,1\n"), "only one class"},
-      {"svm --data " + good + " --kernel poly", "--kernel poly"},
+      {"svm --data " + good + " --kernel sigmoid", "--kernel sigmoid"},
+      {"svm --data " + good + " --kernel poly --degree 0", "--degree 0"},
       {"svm --data " + good + " --lambdas 1:2", "--lambdas"},
       {"svm --data " + good + " --folds 40", "--folds 40"},
       {"tree --data " + good, "tree"}};
@@ -212,6 +213,20 @@ TEST(KernelModelCli, PredictWithASavedModelReproducesTheFit) {
   int lines = 0;
   for (std::string l; std::getline(csv, l);) ++lines;
   EXPECT_EQ(lines, 41);
+
+  // A polynomial-kernel SVM saved and read back: its degree and coef0 travel with it.
+  const std::string poly_model = (dir / "poly.json").string();
+  const auto poly = kforge::test::kforge_cli("kmodel svm --kernel poly --degree 2 --coef0 0.5 --data " + train +
+                                             " --lambdas 1e-3:1e-1:3 --folds 3 --test " + labelled + " --save " +
+                                             poly_model + " --json");
+  ASSERT_EQ(poly.exit_code, 0) << poly.err;
+  const auto poly_scored = kforge::test::kforge_cli("kmodel predict --model " + poly_model + " --data " + labelled + " --json");
+  ASSERT_EQ(poly_scored.exit_code, 0) << poly_scored.err;
+  EXPECT_EQ(kforge::test::parse_or_fail(poly_scored)["accuracy"], kforge::test::parse_or_fail(poly)["final"]["test"]["accuracy"]);
+  const SavedModel pm = load_model(poly_model);
+  EXPECT_EQ(pm.kernel.kind, KernelFunction::Kind::poly);
+  EXPECT_EQ(pm.kernel.degree, 2);
+  EXPECT_EQ(pm.kernel.coef0, 0.5);
 
   const std::string not_json = write_file("pred-bad-json", "{");
   const std::string other = write_file("pred-other", R"({"format":"something-else"})");

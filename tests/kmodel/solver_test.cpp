@@ -155,8 +155,8 @@ TEST(KernelModelLoss, SlopeIsTheDerivativeAndCurvatureIsBounded) {
 
 TEST(KernelMatrix, EigenSolversAgreeAndReconstruct) {
   const Dataset data = test::blobs(/*n=*/73, /*d=*/5, 0.5, 0, /*seed=*/3);
-  for (const auto kind : {KernelFunction::Kind::rbf, KernelFunction::Kind::linear}) {
-    const Eigen::MatrixXd k = gram({kind, 0.1}, data.x, data.x);
+  for (const auto kind : {KernelFunction::Kind::rbf, KernelFunction::Kind::linear, KernelFunction::Kind::poly}) {
+    const Eigen::MatrixXd k = gram({kind, 0.1, 3, 1.0}, data.x, data.x);
     const Spectrum a = decompose(k, EigenSolver::lapack), b = decompose(k, EigenSolver::eigen);
     EXPECT_LE((a.s - b.s).lpNorm<Eigen::Infinity>(), 1e-9 * a.s.maxCoeff());
     const Eigen::MatrixXd ka = a.u * a.s.asDiagonal() * a.u.transpose();
@@ -176,6 +176,12 @@ TEST(KernelMatrix, EigenSolversAgreeAndReconstruct) {
   for (int i = 0; i < 9; ++i)
     for (int j = 0; j < 13; ++j)
       EXPECT_NEAR(g(i, j), std::exp(-0.7 * (data.x.row(i) - data.x.row(60 + j)).squaredNorm()), 1e-12);
+  const Eigen::MatrixXd p = gram({KernelFunction::Kind::poly, 0.3, 4, -0.5}, data.x.topRows(9), data.x.bottomRows(13));
+  for (int i = 0; i < 9; ++i)
+    for (int j = 0; j < 13; ++j) {
+      const double want = std::pow(0.3 * data.x.row(i).dot(data.x.row(60 + j)) - 0.5, 4);
+      EXPECT_NEAR(p(i, j), want, 1e-12 * (1 + std::abs(want)));
+    }
 }
 
 TEST(KernelModelPath, SeparableDataIsClassifiedPerfectly) {
