@@ -10,5 +10,8 @@ if(KFORGE_WITH_MPI)
               --prog $<TARGET_FILE:kernel_kmeans_dist> --mpirun ${KFORGE_MPIRUN})
     set_tests_properties(dist_kernel_kmeans PROPERTIES TIMEOUT 300 ENVIRONMENT
       "OPENBLAS_THREAD_TIMEOUT=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+    # The bench programs are not in the default build; this one is, for the test.
+    add_custom_target(dist_kernel_kmeans_program ALL)
+    add_dependencies(dist_kernel_kmeans_program kernel_kmeans_dist)
   endif()
 endif()
