@@ -180,7 +180,7 @@ int main(int argc, char** argv) {
     g.result(gy, gcat);
     const auto ky = bench::download(*backend, *y, inputs * N), kcat = bench::download(*backend, *cat, inputs);
     double worst = 0;
-    for (std::size_t e = 0; e < ky.size(); ++e) worst = std::max(worst, std::fabs(ky[e] - gy[e]) / (1 + std::fabs(gy[e])));
+    for (std::size_t e = 0; e < ky.size(); ++e) worst = std::max(worst, std::fabs(static_cast<double>(ky[e]) - gy[e]) / (1 + std::fabs(gy[e])));
     if (kcat != gcat || worst > 1e-3)
       throw std::runtime_error(fmt::format("GraphBLAS and kforge disagree at N={}: categories {}, worst relative "
                                            "difference {:.3g}", N, kcat == gcat ? "equal" : "differ", worst));

@@ -15,8 +15,9 @@
 // Dual sparsity: once every row of the tile is zero (the tile's rows have all died) and a
 // layer's biases are all <= 0, that layer's output is exactly zero: it is skipped (a memset).
 //
-// Parameters (#defines): RB rows per tile (a multiple of the vector width), VW floats per
-// vector (0: the widest the compiler targets).
+// Parameters (#defines): RB rows per tile (a multiple of the vector width), KU independent
+// accumulator chains over a neuron's connections, VW floats per vector (0: the widest the
+// compiler targets).
 #include <cstring>
 #include <vector>
 
@@ -45,17 +46,27 @@ static void spdnn_block(const kf_ctx& ctx, const float* Y0, const float* W_idx, 
     }
     kf_vf any = zero;
     for (int j = 0; j < N; ++j) {
-      kf_vf acc[RV];
-      for (int v = 0; v < RV; ++v) acc[v] = kf_splat(b[j]);
+      kf_vf acc[KU][RV];  // KU independent chains over the connections: FMA latency hidden
+      for (int u = 0; u < KU; ++u)
+        for (int v = 0; v < RV; ++v) acc[u][v] = kf_splat(u == 0 ? b[j] : 0.0f);
       const float* ij = idx + (size_t)j * K;
       const float* wj = val + (size_t)j * K;
-      for (int t = 0; t < K; ++t) {
+      int t = 0;
+      for (; t + KU <= K; t += KU)
+        for (int u = 0; u < KU; ++u) {
+          const float* x = in + (size_t)ij[t + u] * RB;
+          const kf_vf w = kf_splat(wj[t + u]);
+          for (int v = 0; v < RV; ++v) acc[u][v] += w * kf_load(x + v * KF_VW);
+        }
+      for (; t < K; ++t) {
         const float* x = in + (size_t)ij[t] * RB;
         const kf_vf w = kf_splat(wj[t]);
-        for (int v = 0; v < RV; ++v) acc[v] += w * kf_load(x + v * KF_VW);
+        for (int v = 0; v < RV; ++v) acc[0][v] += w * kf_load(x + v * KF_VW);
       }
+      for (int u = 1; u < KU; ++u)
+        for (int v = 0; v < RV; ++v) acc[0][v] += acc[u][v];
       for (int v = 0; v < RV; ++v) {
-        kf_vf y = acc[v] > zero ? acc[v] : zero;  // ReLU (a NaN sum gives 0 either way here)
+        kf_vf y = acc[0][v] > zero ? acc[0][v] : zero;  // ReLU (a NaN sum gives 0 either way here)
         y = y < clip ? y : clip;
         any = any > y ? any : y;
         kf_store(out + (size_t)j * RB + v * KF_VW, y);
