@@ -46,13 +46,14 @@ static void csr_rows(const float* row_ptr, const float* col_idx, const float* va
   }
 }
 
-// The dense path: the tile's rows into a zeroed RT x K tile, then C = tile * B over the strip.
+// The dense path: the tile's rows into a zeroed K x RT tile (k-major: the RT values one k
+// broadcasts share a cache line), then C = tile^T * B over the strip.
 static void dense_rows(const float* row_ptr, const float* col_idx, const float* values, const float* B, float* C,
                        int K, int N, int r0, int r1, int n0, int nc) {
   thread_local std::vector<float> tile;
   tile.assign((size_t)RT * K, 0.0f);
   for (int r = r0; r < r1; ++r)
-    for (int p = (int)row_ptr[r]; p < (int)row_ptr[r + 1]; ++p) tile[(size_t)(r - r0) * K + (int)col_idx[p]] = values[p];
+    for (int p = (int)row_ptr[r]; p < (int)row_ptr[r + 1]; ++p) tile[(size_t)(int)col_idx[p] * RT + (r - r0)] = values[p];
   const float* a = tile.data();
   const int nr = r1 - r0;
   int j = 0;
@@ -63,7 +64,7 @@ static void dense_rows(const float* row_ptr, const float* col_idx, const float* 
       kf_vf b[NV];
       for (int v = 0; v < NV; ++v) b[v] = kf_load(bcol + (long long)k * N + v * KF_VW);
       for (int i = 0; i < RT; ++i) {
-        const kf_vf s = kf_splat(a[(size_t)i * K + k]);
+        const kf_vf s = kf_splat(a[(size_t)k * RT + i]);
         for (int v = 0; v < NV; ++v) acc[i][v] += s * b[v];
       }
     }
@@ -73,7 +74,7 @@ static void dense_rows(const float* row_ptr, const float* col_idx, const float* 
   for (; j < nc; ++j)  // tail columns: one float at a time
     for (int i = 0; i < nr; ++i) {
       float acc = 0;
-      for (int k = 0; k < K; ++k) acc += a[(size_t)i * K + k] * B[(long long)k * N + n0 + j];
+      for (int k = 0; k < K; ++k) acc += a[(size_t)k * RT + i] * B[(long long)k * N + n0 + j];
       C[(long long)(r0 + i) * N + n0 + j] = acc;
     }
 }
