@@ -49,8 +49,10 @@
 // compared exactly. A row whose every nonzero output lies within its bound (rare: a sum that
 // lands within a few ulps of 0) accepts 0 or 1, and the rows so excused are counted by
 // `ambiguous_categories` (tests keep them near zero).
+#include <Eigen/Sparse>
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -219,6 +221,45 @@ class Spdnn final : public Problem {
   double fuzz_work(const Sizes& s) const override {
     return static_cast<double>(s.at("B")) * s.at("N") * s.at("K") * s.at("L");
   }
+
+  // What a C++ user writes with Eigen (one thread): each layer a column-major SparseMatrix
+  // built once, Y dense; per layer Y = (Y W_l + b_l) clamped to [0, 32], then the categories.
+  std::function<void()> baseline(const Instance& in, int threads) const override {
+    (void)threads;  // Eigen's dense x sparse product runs on one thread
+    const std::int64_t B = in.sizes.at("B"), N = in.sizes.at("N"), K = in.sizes.at("K"), L = in.sizes.at("L");
+    using Sp = Eigen::SparseMatrix<float, Eigen::ColMajor, int>;
+    using Dense = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    auto layers = std::make_shared<std::vector<Sp>>();
+    auto biases = std::make_shared<std::vector<Eigen::RowVectorXf>>();
+    for (std::int64_t l = 0; l < L; ++l) {
+      std::vector<Eigen::Triplet<float, int>> trip;
+      Eigen::RowVectorXf b(N);
+      for (std::int64_t j = 0; j < N; ++j) {
+        b[j] = static_cast<float>(in.tensors[kBias][l * N + j]);
+        for (std::int64_t t = 0; t < K; ++t)
+          trip.emplace_back(static_cast<int>(in.tensors[kWIdx][(l * N + j) * K + t]), static_cast<int>(j),
+                            static_cast<float>(in.tensors[kWVal][(l * N + j) * K + t]));
+      }
+      Sp w(N, N);
+      w.setFromTriplets(trip.begin(), trip.end());
+      layers->push_back(std::move(w));
+      biases->push_back(std::move(b));
+    }
+    auto y0 = std::make_shared<Dense>(B, N);
+    for (std::int64_t e = 0; e < B * N; ++e) y0->data()[e] = static_cast<float>(in.tensors[kY0][e]);
+    auto y = std::make_shared<Dense>(B, N), z = std::make_shared<Dense>(B, N);
+    auto cat = std::make_shared<Eigen::VectorXf>(B);
+    return [layers, biases, y0, y, z, cat] {
+      *y = *y0;
+      for (std::size_t l = 0; l < layers->size(); ++l) {
+        z->noalias() = *y * (*layers)[l];
+        z->rowwise() += (*biases)[l];
+        *y = z->cwiseMax(0.0f).cwiseMin(32.0f);
+      }
+      *cat = (y->array() > 0.0f).rowwise().any().cast<float>();
+    };
+  }
+  std::string baseline_name() const override { return "eigen_dense_x_sparse"; }
 
   std::vector<std::string> kernel_specs() const override {
     return {"kernels/sparse/spdnn_cpu.json", "kernels/sparse/spdnn_opencl.json", "kernels/sparse/spdnn_cuda.json"};
