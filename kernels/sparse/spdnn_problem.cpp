@@ -47,8 +47,7 @@
 // Categories: row r's category is decided when some output exceeds twice its bound (computed
 // > 0 too) or every output is exactly 0 with A = 0 (computed exactly 0 too); then it is
 // compared exactly. A row whose every nonzero output lies within its bound (rare: a sum that
-// lands within a few ulps of 0) accepts 0 or 1, and the rows so excused are counted by
-// `ambiguous_categories` (tests keep them near zero).
+// lands within a few ulps of 0) accepts 0 or 1 (its category's magnitude makes the bound >= 2).
 #include <Eigen/Sparse>
 #include <algorithm>
 #include <cmath>
