@@ -21,6 +21,7 @@ std::shared_ptr<Problem> make_fusedmm_problem();  // kernels/sparse
 std::shared_ptr<Problem> make_spmspv_problem();   // kernels/sparse
 std::shared_ptr<Problem> make_gnn_aggregate_problem();  // kernels/sparse
 std::shared_ptr<Problem> make_gnn_attention_problem();  // kernels/sparse
+std::shared_ptr<Problem> make_spdnn_problem();  // kernels/sparse
 std::shared_ptr<Problem> make_lazy_reduce_problem(const std::string& which);  // kernels/lazy_reduce
 std::shared_ptr<Problem> make_signature_problem();  // kernels/signature
 std::shared_ptr<Problem> make_sigkernel_problem();  // kernels/signature
@@ -64,6 +65,7 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_spmspv_problem(),
       make_gnn_aggregate_problem(),
       make_gnn_attention_problem(),
+      make_spdnn_problem(),
       make_lazy_reduce_problem("gauss_sum"),
       make_lazy_reduce_problem("logsumexp"),
       make_lazy_reduce_problem("knn"),

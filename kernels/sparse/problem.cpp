@@ -120,7 +120,9 @@ class Spmm final : public SparseProblem {
   std::string baseline_name() const override { return "eigen_sparse"; }
 
   std::vector<std::string> kernel_specs() const override {
-    return {"kernels/sparse/spmm_cpu.json", "kernels/sparse/spmm_opencl.json", "kernels/sparse/spmm_cuda.json"};
+    // spmm_adaptive.cpu (a path per row tile from its density) after spmm.cpu: not the default.
+    return {"kernels/sparse/spmm_cpu.json", "kernels/sparse/spmm_opencl.json", "kernels/sparse/spmm_cuda.json",
+            "kernels/sparse/spmm_adaptive_cpu.json"};
   }
 
  protected:
