@@ -25,6 +25,7 @@ std::shared_ptr<Problem> make_lazy_reduce_problem(const std::string& which);  //
 std::shared_ptr<Problem> make_signature_problem();  // kernels/signature
 std::shared_ptr<Problem> make_sigkernel_problem();  // kernels/signature
 std::shared_ptr<Problem> make_signature_grad_problem();  // kernels/signature
+std::shared_ptr<Problem> make_sigkernel_grad_problem();  // kernels/signature
 std::shared_ptr<Problem> make_kernel_kmeans_problem();  // kernels/kernel_kmeans
 
 const std::vector<std::shared_ptr<Problem>>& problems() {
@@ -71,6 +72,7 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_signature_problem(),
       make_sigkernel_problem(),
       make_signature_grad_problem(),
+      make_sigkernel_grad_problem(),
       make_kernel_kmeans_problem(),
   };
   return all;
