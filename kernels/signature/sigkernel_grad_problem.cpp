@@ -235,7 +235,9 @@ class SigKernelGrad final : public Problem {
     for (std::size_t k = 0; k < 5; ++k) n += static_cast<double>(tensor_elements(k, s));
     return n * dtype_size(t);
   }
-  std::vector<std::string> kernel_specs() const override { return {"kernels/signature/sigkernel_grad_cpu.json"}; }
+  std::vector<std::string> kernel_specs() const override {
+    return {"kernels/signature/sigkernel_grad_cpu.json", "kernels/signature/sigkernel_grad_opencl.json"};
+  }
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
 // sigkernel_grad: the double reference (the PDE scheme's adjoint, column by column) against
-// central finite differences of sigkernel's own double reference, on x and on y; the cpu kernel
-// passing thorough verification at odd shapes (paths of 2 points, unequal lengths, refinement,
+// central finite differences of sigkernel's own double reference, on x and on y; the cpu and
+// opencl kernels passing thorough verification at odd shapes (paths of 2 points, unequal lengths, refinement,
 // batches not a multiple of the SIMD width); wrong kernels rejected; bad sizes refused.
 #include <gtest/gtest.h>
 
@@ -60,15 +60,21 @@ TEST(SigKernelGrad, ReferenceMatchesFiniteDifferences) {
   }
 }
 
-TEST(SigKernelGrad, CpuPassesAtOddShapes) {
-  auto backend = make_backend("cpu");
+class SigKernelGradBackends : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SigKernelGradBackends, PassesAtOddShapes) {
+  auto backend = make_backend(GetParam());
+  if (!backend->can_run()) GTEST_SKIP() << "backend cannot run here: " << backend->device();
   for (const Sizes& s : {Sizes{{"B", 3}, {"L1", 13}, {"L2", 7}, {"D", 3}, {"DYADIC", 0}},
                          Sizes{{"B", 17}, {"L1", 2}, {"L2", 2}, {"D", 1}, {"DYADIC", 1}},
                          Sizes{{"B", 2}, {"L1", 5}, {"L2", 9}, {"D", 2}, {"DYADIC", 2}}}) {
-    const EvalResult r = evaluate(library_request("sigkernel_grad", "cpu", s), *backend);
+    const EvalResult r = evaluate(library_request("sigkernel_grad", GetParam(), s), *backend);
     EXPECT_TRUE(r.passed()) << describe(r);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Library, SigKernelGradBackends, ::testing::Values("cpu", "opencl"),
+                         [](const auto& info) { return info.param; });
 
 EvalResult run_edited(const std::string& from, const std::string& to) {
   auto backend = make_backend("cpu");
