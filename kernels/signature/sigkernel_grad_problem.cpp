@@ -236,7 +236,8 @@ class SigKernelGrad final : public Problem {
     return n * dtype_size(t);
   }
   std::vector<std::string> kernel_specs() const override {
-    return {"kernels/signature/sigkernel_grad_cpu.json", "kernels/signature/sigkernel_grad_opencl.json"};
+    return {"kernels/signature/sigkernel_grad_cpu.json", "kernels/signature/sigkernel_grad_opencl.json",
+            "kernels/signature/sigkernel_grad_cuda.json"};
   }
 };
 
