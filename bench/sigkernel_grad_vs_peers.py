@@ -19,6 +19,13 @@ pair's first 6 points) against central differences of the scheme in double (sigk
 as bench/signature_vs_peers.py has it), relative 1e-3 (float32 peer). Ratios are peer time /
 kforge time per round; medians and (min..max) over rounds, with the load average.
 
+On a loaded host a peer's call of tens of ms is preempted (its wall time counts the waits) where
+kforge's sub-ms launches mostly are not, which skews the wall-time ratio toward kforge. So the
+script also takes each peer call's CPU time (time.process_time: its threads' time on a core,
+waits excluded) and prints "peer CPU / kforge": with --threads 1 that is one core's work per
+call against kforge's one-thread kernel time, the comparison a loaded host does not skew (with
+more threads the peer's CPU time sums its threads, so the column is left empty).
+
   OPENBLAS_THREAD_TIMEOUT=4 python3 bench/sigkernel_grad_vs_peers.py --build build --rounds 3 --reps 3
 """
 import argparse
@@ -93,13 +100,14 @@ def kforge_bench(build, sizes, threads):
 
 
 def time_it(run, reps):
+    """Median wall time and median CPU time (this process's threads) of `reps` calls."""
     run()  # warm-up
-    secs = []
+    secs, cpu = [], []
     for _ in range(reps):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         run()
-        secs.append(time.perf_counter() - t)
-    return statistics.median(secs)
+        secs.append(time.perf_counter() - t), cpu.append(time.process_time() - c)
+    return statistics.median(secs), statistics.median(cpu)
 
 
 def main():
@@ -115,8 +123,8 @@ def main():
     import pysiglib
     print(f"# sigkernel_grad, CPU timings, {args.threads} threads each, {args.rounds} rounds x {args.reps} reps; "
           f"pysiglib {getattr(pysiglib, '__version__', '?')}; load average {os.getloadavg()[0]:.2f} at start")
-    print("| sizes | side | time s, median (min..max) | peer / kforge | kforge SOL |")
-    print("|---|---|---|---|---|")
+    print("| sizes | side | time s, median (min..max) | peer / kforge | kforge SOL | peer CPU / kforge |")
+    print("|---|---|---|---|---|---|")
     for c in args.configs.split(","):
         b, l1, l2, d, dyadic = (int(v) for v in c.split("x"))
         rng = np.random.default_rng(7)
@@ -132,15 +140,19 @@ def main():
         }
         sizes = f"B={b},L1={l1},L2={l2},D={d},DYADIC={dyadic}"
         t = {n: [] for n in ["kforge"] + list(peers)}
+        cpu = {n: [] for n in peers}
         sol = []
         for _ in range(args.rounds):
             kt, ks = kforge_bench(args.build, sizes, args.threads)
             t["kforge"].append(kt), sol.append(ks)
             for n, run in peers.items():
-                t[n].append(time_it(run, args.reps))
+                wall, c = time_it(run, args.reps)
+                t[n].append(wall), cpu[n].append(c)
         for n in t:
             ratio = "" if n == "kforge" else spread([p / k for p, k in zip(t[n], t["kforge"])])
-            print(f"| {sizes} | {n} | {spread(t[n])} | {ratio} | {spread(sol) if n == 'kforge' else ''} |", flush=True)
+            best = "" if n == "kforge" or args.threads != 1 else spread([p / k for p, k in zip(cpu[n], t["kforge"])])
+            print(f"| {sizes} | {n} | {spread(t[n])} | {ratio} | {spread(sol) if n == 'kforge' else ''} | {best} |",
+                  flush=True)
     print(f"# load average {os.getloadavg()[0]:.2f} at end")
 
 

@@ -36,8 +36,8 @@ constexpr double kMaxGridNodes = 1 << 20;
 // Rounding chains (γ_m's m), each bounded in units of γ_n, n = reduction_length, by the ratio m/n
 // (γ_m <= (m/n) γ_n for m <= n). A node's step: at most 6 roundings (the adjoint's three
 // products and three sums), 2 more for the coefficients' additions; the coefficients' parts in
-// a: the inner product's D + 3
-// (the increments' subtractions, D products and sums), twice in a², the square and /12 (2D + 9).
+// a: the inner product's D + 3 (the increments' subtractions, D products and sums), twice in
+// a², the square and /12 (2D + 9).
 struct Chains {
   double step, coef, a;  // ratios m/n
 };
@@ -61,8 +61,9 @@ void pair_gradient(const double* x, const double* y, std::int64_t L1, std::int64
       for (std::int64_t d = 0; d < D; ++d) s += dx[ci * D + d] * dy[cj * D + d], sa += std::fabs(dx[ci * D + d] * dy[cj * D + d]);
       a[ci * C2 + cj] = s * scale, abar[ci * C2 + cj] = sa * scale;
     }
-  // Coefficients of the cell below-left of node (p,q); zero outside the grid, where the
-  // adjoint's neighbours are zero too.
+  // Coefficients of the cell below-left of node (p,q) (the callers keep (p,q) on the grid: the
+  // adjoint clamps its neighbours' indices, whose values are zero past it). The bars are on
+  // ā; c2gron = 1 - ā²/12 is the Gronwall scheme's weight (README.md, "Error bound").
   const auto cell = [&](std::int64_t p, std::int64_t q) { return ((p - 1) >> lambda) * C2 + ((q - 1) >> lambda); };
   const auto inside = [&](std::int64_t p, std::int64_t q) { return p >= 1 && q >= 1 && p <= n1 && q <= n2; };
   const auto c1 = [&](std::int64_t p, std::int64_t q) { const double v = a[cell(p, q)]; return 1 + v / 2 + v * v / 12; };
