@@ -76,9 +76,9 @@ TEST_P(SigKernelGradBackends, PassesAtOddShapes) {
 INSTANTIATE_TEST_SUITE_P(Library, SigKernelGradBackends, ::testing::Values("cpu", "opencl"),
                          [](const auto& info) { return info.param; });
 
-EvalResult run_edited(const std::string& from, const std::string& to) {
-  auto backend = make_backend("cpu");
-  EvalRequest req = library_request("sigkernel_grad", "cpu", {{"B", 5}, {"L1", 9}, {"L2", 6}, {"D", 3}, {"DYADIC", 1}});
+EvalResult run_edited(const std::string& from, const std::string& to, const std::string& on = "cpu") {
+  auto backend = make_backend(on);
+  EvalRequest req = library_request("sigkernel_grad", on, {{"B", 5}, {"L1", 9}, {"L2", 6}, {"D", 3}, {"DYADIC", 1}});
   const auto at = req.kernel.source.find(from);
   EXPECT_NE(at, std::string::npos) << from;
   if (at != std::string::npos) req.kernel.source.replace(at, from.size(), to);
@@ -95,6 +95,8 @@ TEST(SigKernelGrad, WrongKernelsAreRejected) {
   EXPECT_FALSE(run_edited("const vf g = ga[((long long)i * P + j) * VB + v] * scale", "const vf g = ga[((long long)i * P + j) * VB + v]").passed());
   const EvalResult ok = run_edited("VB", "VB");
   EXPECT_TRUE(ok.passed()) << describe(ok);
+  // The opencl kernel's subtlest one, where it runs.
+  if (make_backend("opencl")->can_run()) EXPECT_FALSE(run_edited("(0.5f + a * sixth)", "(0.5f)", "opencl").passed());
 }
 
 TEST(SigKernelGrad, BadSizesNameTheFix) {
