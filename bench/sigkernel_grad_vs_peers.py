@@ -13,7 +13,8 @@ round runs, in turn:
                       the forward PDE too, as kforge does
   pysiglib+grid       the same given the forward grid from sig_kernel(..., return_grid=True)
                       (its forward not timed: the backward sweep alone)
-each peer the median of `--reps` calls, float32 in (as kforge). Before timing, pysiglib is
+each peer the median of `--reps` calls, float32 in (as kforge), with OMP_NUM_THREADS = T (see
+main: unpinned, pysiglib's OpenMP threads made its times swing 100x). Before timing, pysiglib is
 checked to differentiate the same discrete scheme: its gradient of one short pair (the first
 pair's first 6 points) against central differences of the scheme in double (sigkernel_ref,
 as bench/signature_vs_peers.py has it), relative 1e-3 (float32 peer). Ratios are peer time /
@@ -118,6 +119,10 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
+    # pysiglib's backprop runs OpenMP threads beside its n_jobs: left at one per core they
+    # compete with the n_jobs workers and its calls swing 100x (2 ms to 0.4 s measured on one
+    # call here). A user would pin them as we do: as many as the threads asked for.
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)
     bench_venv.ensure("pysiglib", "pysiglib")
     import numpy as np
     import pysiglib
