@@ -26,6 +26,7 @@ std::shared_ptr<Problem> make_lazy_reduce_problem(const std::string& which);  //
 std::shared_ptr<Problem> make_signature_problem();  // kernels/signature
 std::shared_ptr<Problem> make_sigkernel_problem();  // kernels/signature
 std::shared_ptr<Problem> make_signature_grad_problem();  // kernels/signature
+std::shared_ptr<Problem> make_sigkernel_grad_problem();  // kernels/signature
 std::shared_ptr<Problem> make_kernel_kmeans_problem();  // kernels/kernel_kmeans
 
 const std::vector<std::shared_ptr<Problem>>& problems() {
@@ -73,6 +74,7 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_signature_problem(),
       make_sigkernel_problem(),
       make_signature_grad_problem(),
+      make_sigkernel_grad_problem(),
       make_kernel_kmeans_problem(),
   };
   return all;

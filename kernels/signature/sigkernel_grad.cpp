@@ -1,0 +1,151 @@
+// sigkernel_grad for the cpu backend: for B pairs (x_b, y_b) and an upstream gradient GK (B),
+// GX = d/dX sum_b GK_b k(x_b, y_b) and GY = d/dY (same), k the signature kernel computed by
+// sigkernel's explicit PDE scheme, differentiated exactly (the mathematics in
+// sigkernel_grad_problem.cpp and README.md):
+//   forward   K[p][q] = (K[p][q-1] + K[p-1][q]) c1 - K[p-1][q-1] c2   (every node stored)
+//   adjoint   Λ[p][q] = Λ[p][q+1] c1(p,q+1) + Λ[p+1][q] c1(p+1,q) - Λ[p+1][q+1] c2(p+1,q+1)
+//   dk/da_c  += Λ[p][q] ((K[p][q-1] + K[p-1][q]) (1/2 + a/6) + K[p-1][q-1] a/6)
+// with c(p,q) the coefficients of the coarse cell below-left of node (p,q), then a_c =
+// <Δx_ci, Δy_cj> / 4^DYADIC into the increments and the points.
+//
+// A block runs VB vectors of KF_VW pairs, one pair per SIMD lane (the scheme is the same for
+// every pair: the lanes run it in lockstep); the VB vectors are independent dependency chains
+// (each node waits for its neighbour along the row). The whole grid of K is kept per lane
+// ((n1+1)(n2+1) floats, the problem caps it at 2^20 nodes); the adjoint keeps two rows.
+// Lanes past B carry zero increments and a zero GK and are not written.
+//
+// Parameters (all #defines):
+//   VW  SIMD width in floats (8: AVX2, 16: AVX-512; the prelude's kf_vf)
+//   VB  vectors of pairs per block (independent dependency chains)
+#ifndef VB
+#define VB 2
+#endif
+#include <cstdlib>
+
+typedef kf_storage T;  // fp32
+typedef kf_vf vf;
+
+static vf* scratch(long long vectors) {  // per thread, grown to the largest seen
+  static thread_local vf* buf = nullptr;
+  static thread_local long long cap = 0;
+  if (cap < vectors) {
+    std::free(buf);
+    buf = static_cast<vf*>(std::aligned_alloc(64, ((vectors * sizeof(vf) + 63) / 64) * 64));
+    cap = vectors;
+  }
+  return buf;
+}
+
+static void sigkernel_grad_block(const kf_ctx& c, const T* X, const T* Y, const T* GK, T* GX, T* GY, int B, int L1,
+                                 int L2, int D, int DYADIC) {
+  const long long b0 = c.block_idx.x * (long long)(KF_VW * VB);
+  const int C1 = L1 - 1, C2 = L2 - 1, n1 = C1 << DYADIC, n2 = C2 << DYADIC;
+  const long long W = n2 + 1, P = C2 + 1;  // K's row length; the coefficients' row length (padded)
+  const float scale = 1.0f / (float)(1 << (2 * DYADIC));  // exact: a power of two
+  const float twelfth = 1.0f / 12.0f, sixth = 1.0f / 6.0f;
+  const long long ncoef = (long long)(C1 + 1) * P * VB;
+  vf* dx = scratch((long long)(C1 + C2) * D * VB + 4 * ncoef + (n1 + 1) * W * VB + 2 * (W + 1) * VB +
+                   (long long)(C1 + C2) * D * VB);
+  vf* dy = dx + (long long)C1 * D * VB;  // (C2,D,VB)
+  vf* A = dy + (long long)C2 * D * VB;   // (C1+1,C2+1,VB): a per coarse cell, zero padding
+  vf* c1 = A + ncoef;
+  vf* c2 = c1 + ncoef;
+  vf* ga = c2 + ncoef;                      // dk/da per coarse cell
+  vf* K = ga + ncoef;                       // (n1+1,n2+1,VB)
+  vf* cur = K + (n1 + 1) * W * VB;          // Λ's row p, (n2+2,VB)
+  vf* next = cur + (W + 1) * VB;            // Λ's row p+1
+  vf* gdx = next + (W + 1) * VB;            // (C1,D,VB)
+  vf* gdy = gdx + (long long)C1 * D * VB;   // (C2,D,VB)
+  vf gk[VB];
+  for (int v = 0; v < VB; ++v)
+    for (int l = 0; l < KF_VW; ++l) {
+      const long long b = b0 + v * KF_VW + l;
+      const bool live = b < B;
+      gk[v][l] = live ? GK[b] : 0.0f;
+      for (int i = 0; i < C1; ++i)
+        for (int d = 0; d < D; ++d) dx[((long long)i * D + d) * VB + v][l] = live ? X[(b * L1 + i + 1) * D + d] - X[(b * L1 + i) * D + d] : 0.0f;
+      for (int j = 0; j < C2; ++j)
+        for (int d = 0; d < D; ++d) dy[((long long)j * D + d) * VB + v][l] = live ? Y[(b * L2 + j + 1) * D + d] - Y[(b * L2 + j) * D + d] : 0.0f;
+    }
+  for (long long e = 0; e < ncoef; ++e) A[e] = c1[e] = c2[e] = ga[e] = kf_splat(0.0f);
+  for (int i = 0; i < C1; ++i)
+    for (int j = 0; j < C2; ++j)
+      for (int v = 0; v < VB; ++v) {
+        vf s = kf_splat(0.0f);
+        for (int d = 0; d < D; ++d) s += dx[((long long)i * D + d) * VB + v] * dy[((long long)j * D + d) * VB + v];
+        const vf aa = s * scale, sq = aa * aa * twelfth;
+        const long long e = ((long long)i * P + j) * VB + v;
+        A[e] = aa, c1[e] = 1.0f + aa * 0.5f + sq, c2[e] = 1.0f - sq;
+      }
+  // Forward, row by row; node (p,q) uses cell ((p-1)>>λ, (q-1)>>λ).
+  for (long long q = 0; q <= n2; ++q)
+    for (int v = 0; v < VB; ++v) K[q * VB + v] = kf_splat(1.0f);
+  for (int p = 1; p <= n1; ++p) {
+    const vf* up = K + (long long)(p - 1) * W * VB;
+    vf* row = K + (long long)p * W * VB;
+    const long long crow = (long long)((p - 1) >> DYADIC) * P;
+    for (int v = 0; v < VB; ++v) row[v] = kf_splat(1.0f);
+    for (int q = 1; q <= n2; ++q) {
+      const long long e = (crow + ((q - 1) >> DYADIC)) * VB;
+#pragma GCC unroll 8
+      for (int v = 0; v < VB; ++v)
+        row[(long long)q * VB + v] = (row[(long long)(q - 1) * VB + v] + up[(long long)q * VB + v]) * c1[e + v] -
+                                     up[(long long)(q - 1) * VB + v] * c2[e + v];
+    }
+  }
+  // Adjoint, rows from the last; Λ is zero past the grid (next = 0 for p = n1, and column n2+1),
+  // where the padded coefficients are zero too. Each node's Λ adds its term to dk/da.
+  for (long long q = 0; q <= W; ++q)
+    for (int v = 0; v < VB; ++v) cur[q * VB + v] = next[q * VB + v] = kf_splat(0.0f);
+  for (int p = n1; p >= 1; --p) {
+    const vf* kr = K + (long long)p * W * VB;
+    const vf* ku = K + (long long)(p - 1) * W * VB;
+    const long long own = (long long)((p - 1) >> DYADIC) * P, below = (long long)(p >> DYADIC) * P;
+    for (int q = n2; q >= 1; --q) {
+      const long long e_right = (own + (q >> DYADIC)) * VB;          // c1(p, q+1)
+      const long long e_down = (below + ((q - 1) >> DYADIC)) * VB;   // c1(p+1, q)
+      const long long e_diag = (below + (q >> DYADIC)) * VB;         // c2(p+1, q+1)
+      const long long e_own = (own + ((q - 1) >> DYADIC)) * VB;      // a of node (p,q)'s cell
+      const bool seed = p == n1 && q == n2;
+#pragma GCC unroll 8
+      for (int v = 0; v < VB; ++v) {
+        const vf lam = (seed ? gk[v] : kf_splat(0.0f)) + cur[(long long)(q + 1) * VB + v] * c1[e_right + v] +
+                       next[(long long)q * VB + v] * c1[e_down + v] - next[(long long)(q + 1) * VB + v] * c2[e_diag + v];
+        cur[(long long)q * VB + v] = lam;
+        const vf a = A[e_own + v];
+        const vf t = (kr[(long long)(q - 1) * VB + v] + ku[(long long)q * VB + v]) * (0.5f + a * sixth) +
+                     ku[(long long)(q - 1) * VB + v] * (a * sixth);
+        ga[e_own + v] += lam * t;
+      }
+    }
+    vf* s = cur;
+    cur = next, next = s;
+  }
+  // dk/da into the increments: dk/dΔx_i = sum_j dk/da_ij Δy_j / 4^λ, and Δy likewise.
+  for (long long e = 0; e < (long long)(C1 + C2) * D * VB; ++e) gdx[e] = kf_splat(0.0f);
+  for (int i = 0; i < C1; ++i)
+    for (int j = 0; j < C2; ++j)
+      for (int v = 0; v < VB; ++v) {
+        const vf g = ga[((long long)i * P + j) * VB + v] * scale;
+        for (int d = 0; d < D; ++d) {
+          gdx[((long long)i * D + d) * VB + v] += g * dy[((long long)j * D + d) * VB + v];
+          gdy[((long long)j * D + d) * VB + v] += g * dx[((long long)i * D + d) * VB + v];
+        }
+      }
+  // Each increment adds to its end point and subtracts from its start.
+  for (int v = 0; v < VB; ++v)
+    for (int l = 0; l < KF_VW; ++l) {
+      const long long b = b0 + v * KF_VW + l;
+      if (b >= B) continue;
+      for (int t = 0; t < L1; ++t)
+        for (int d = 0; d < D; ++d)
+          GX[(b * L1 + t) * D + d] = (t > 0 ? gdx[((long long)(t - 1) * D + d) * VB + v][l] : 0.0f) -
+                                     (t < C1 ? gdx[((long long)t * D + d) * VB + v][l] : 0.0f);
+      for (int t = 0; t < L2; ++t)
+        for (int d = 0; d < D; ++d)
+          GY[(b * L2 + t) * D + d] = (t > 0 ? gdy[((long long)(t - 1) * D + d) * VB + v][l] : 0.0f) -
+                                     (t < C2 ? gdy[((long long)t * D + d) * VB + v][l] : 0.0f);
+    }
+}
+
+KF_KERNEL(sigkernel_grad, sigkernel_grad_block)
