@@ -8,6 +8,7 @@
 #include <map>
 
 #include "cli/common.hpp"
+#include "eval/energy_plan.hpp"
 #include "kforge/error.hpp"
 #include "kforge/measure.hpp"
 #include "kforge/predict.hpp"
@@ -65,14 +66,16 @@ void write_record(const std::string& path, const KernelSpec& k, const Sizes& siz
   out << "\n}\n}\n";  // Kernel Tuner checks for this ending to tell a closed file
 }
 
-std::string objective_note(const std::string& objective) {
+std::string objective_note(const std::string& objective, Backend& backend) {
   if (objective == "time") return "";
-  const auto meter = EnergyReader::open();
-  return fmt::format(", minimizing {} (energy {})", objective, meter ? "measured: " + meter->describe() : "model");
+  return fmt::format(", minimizing {} (energy {})", objective, plan_energy(backend).describe());
 }
 
 void print_energy(const std::vector<EvalResult>& winners, const std::string& objective) {
   for (const auto& w : winners) {
+    if (w.verify)  // a device counter that could not measure this result (eval/evaluate.cpp)
+      for (const CheckResult& c : w.verify->checks)
+        if (c.name == "energy") fmt::print("{:<7} {}: {}\n", w.backend, objective, c.detail);
     if (!w.energy || !w.timing) continue;
     fmt::print("{:<7} {}: {:.4g} J per run, energy x time {:.4g} J*s  [{}: {}]\n", w.backend, objective,
                w.energy->joules, w.energy->joules * w.timing->median_s, w.energy->source, w.energy->detail);
