@@ -57,7 +57,9 @@ TEST(NvmlEnergy, TheGpuIsMatchedByPciBusIdNotByIndex) {
   const auto r = open_fake("per_read:5", {0, "0000:02:00.0"}, &why);
   ASSERT_TRUE(r) << why;
   EXPECT_NE(r->describe().find("PCI 0000:02:00.0 (Fake GPU 1)"), std::string::npos) << r->describe();
-  EXPECT_EQ(r->energy_mj() - 2'000'000u, 2u * 10u);
+  const std::uint64_t a = r->energy_mj();  // GPU 1's law: from 2,000,000 mJ, 2 x 5 mJ per read
+  EXPECT_EQ(r->energy_mj() - a, 10u);
+  EXPECT_EQ((a - 2'000'000u) % 10u, 0u);
   EXPECT_FALSE(open_fake("per_read:5", {0, "0000:07:00.0"}, &why));
   EXPECT_NE(why.find("no GPU at PCI 0000:07:00.0: Not Found"), std::string::npos) << why;
   EXPECT_FALSE(open_fake("per_read:5", {2, ""}, &why));
@@ -93,6 +95,22 @@ TEST(NvmlEnergy, TheBatchBetweenCounterStepsGivesTheLawsJoulesPerRun) {
                                                       << b->window_s << " s";
   EXPECT_GE(b->window_s, 0.15);
   EXPECT_EQ(b->delta_mj % 500, 0u);  // whole steps of the counter
+}
+
+// A counter that steps at every read: the window holds exactly two steps (the reading taken
+// after the minimum time and the one after the next run), so the joules per run must be those
+// 2 x K mJ over exactly the runs after the opening one: every run is counted, none twice.
+TEST(NvmlEnergy, TheBatchCountsExactlyTheRunsInsideTheWindow) {
+  std::string why;
+  const auto r = open_fake("per_read:9", {0, ""}, &why);
+  ASSERT_TRUE(r) << why;
+  int calls = 0;
+  const auto b = measure_batch_energy(*r, [&] { ++calls; }, {.min_s = 0.02, .max_wait_s = 1.0, .min_runs = 3}, &why);
+  ASSERT_TRUE(b) << why;
+  EXPECT_EQ(b->runs, calls - 1);  // the run that opened the window is not in it
+  EXPECT_GE(b->runs, 4);
+  EXPECT_EQ(b->delta_mj, 2u * 9u);
+  EXPECT_DOUBLE_EQ(b->joules_per_run, 2 * 9e-3 / b->runs);
 }
 
 TEST(NvmlEnergy, ACounterThatDoesNotMoveIsTooShortToMeasure) {
