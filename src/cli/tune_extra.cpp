@@ -27,7 +27,8 @@ void add_tune_extras(CLI::App& cmd, TuneExtras& x) {
   cmd.add_option("--acquisition", x.acquisition, "bayes: ei, pi, lcb or portfolio")->capture_default_str();
   cmd.add_option("--prior", x.prior, "bayes: a model from `kforge predict --train` as the search's prior");
   cmd.add_option("--objective", x.objective, "what to minimize: time, energy (joules per run: measured by RAPL where "
-                 "readable, else a model, labelled) or edp (energy x time)")
+                 "readable, by NVML on the cuda backend ($KFORGE_NVML_LIBRARY: the library's path), else a "
+                 "model, labelled) or edp (energy x time)")
       ->check(CLI::IsMember({"time", "energy", "edp"}))
       ->capture_default_str();
   cmd.add_option("--repeat", x.repeat, "replay: run seeds seed..seed+N-1 and summarize")->capture_default_str();
