@@ -137,7 +137,7 @@ class CudaBackend final : public Backend, public DeviceEnergySource {
   std::shared_ptr<EnergyCounter> energy_counter(std::string* why) override {
     if (!energy_tried_) {
       energy_tried_ = true;
-      if (!ctx_) energy_why_ = "NVML: not tried, the cuda backend cannot run here (" + why_ + ")";
+      if (!ctx_) energy_why_ = "NVML: not tried, the cuda backend cannot run here: " + why_;
       else energy_ = NvmlEnergyReader::open({}, {device_index_, pci_bus_id_}, &energy_why_);
     }
     if (why) *why = energy_ ? std::string() : energy_why_;
