@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/store_options.hpp"
+#include "predict/store_data.hpp"
 #include "kforge/error.hpp"
 #include "kforge/predict.hpp"
 #include "kforge/replay.hpp"
@@ -79,9 +81,43 @@ int run_train_sized(const Opts& o) {
   return kExitPassed;
 }
 
+// PROBLEM --train --db with passed evaluations at two or more sizes: the rows straight from the
+// store (sizes, parameters, median times), the problem's features at each row's sizes joined with
+// the configuration's, as run_train_sized builds them from records. One size: the path below.
+std::optional<int> run_train_store_sized(const Opts& o) {
+  const auto problem = find_problem(o.problem);
+  const Store store(store_path(o.db), Store::Mode::read_only);
+  StoreQuery q;
+  q.problem = o.problem;
+  q.backend = o.backend;
+  q.kernel = o.kernel;
+  const StoreDataset sd = store_dataset(*problem, parse_dtype(o.dtype), store.evaluations(q));
+  if (sd.sizes.size() < 2) return std::nullopt;
+  PerfModel m = PerfModel::train(sd.data.rows, sd.data.time_ms, o.mo);
+  nlohmann::json sizes = nlohmann::json::array();
+  for (const Sizes& s : sd.sizes) sizes.push_back(format_sizes(s));
+  m.annotate("source", {{"problem", problem->name()}, {"dtype", o.dtype}, {"store", store_path(o.db).string()},
+                        {"sizes", sizes}, {"evaluations", sd.data.rows.size()}});
+  m.save(o.out);
+  nlohmann::json doc{{"model", o.out}, {"info", m.info()}, {"features", m.feature_names()},
+                     {"sizes", sizes}, {"rows", sd.data.rows.size()}, {"skipped", sd.skipped}};
+  if (o.cv > 0)
+    for (const auto& f : cross_validate(sd.data, o.cv, o.mo)) doc["cv"].push_back({{"mape", f.mape}, {"spearman", f.spearman}});
+  if (o.json) { fmt::print("{}\n", doc.dump(2)); return kExitPassed; }
+  fmt::print("trained a {} model of log(time) on {} stored evaluations of {} at {} sizes ({} left out: not passed, "
+             "untimed or another dtype), {} features -> {}\n", o.mo.kind, sd.data.rows.size(), problem->name(),
+             sd.sizes.size(), sd.skipped, m.feature_names().size(), o.out);
+  for (std::size_t k = 0; doc.contains("cv") && k < doc["cv"].size(); ++k)
+    fmt::print("  fold {}: MAPE {:.1f}%, Spearman {:.3f}\n", k + 1, 100 * doc["cv"][k]["mape"].get<double>(),
+               doc["cv"][k]["spearman"].get<double>());
+  return kExitPassed;
+}
+
 int run_train(const Opts& o) {
   if (o.out.empty()) throw UsageError("--train needs --out MODEL.json");
   if (!o.problem.empty() && o.space.find(',') != std::string::npos) return run_train_sized(o);
+  if (!o.problem.empty() && o.space.empty())
+    if (const auto done = run_train_store_sized(o)) return *done;
   const RecordedSpace r = training_space(o);
   const Dataset d = dataset(r);
   const PerfModel m = PerfModel::train(r, o.mo);
@@ -225,7 +261,7 @@ void add_predict(CLI::App& app, int& code) {
   auto* cmd = app.add_subcommand("predict", "predict a configuration's time from a model; train a model; rank a space");
   auto o = std::make_shared<Opts>();
   cmd->add_option("problem", o->problem, "a problem (its library kernel's defaults fill --params; with --train --db: "
-                                          "the problem whose stored evaluations train)");
+                                          "the problem whose stored evaluations train, across sizes where they hold two or more)");
   cmd->add_option("--params,-p", o->params, "the configuration, e.g. block_size_x=32,tile_size_x=2");
   cmd->add_option("--sizes,-s", o->sizes, "sizes of the PROBLEM");
   cmd->add_option("--model,-m", o->model, "the model file (from --train)");

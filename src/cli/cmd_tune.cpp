@@ -64,7 +64,7 @@ void add_tune(CLI::App& app, int& code) {
       }
       if (!o->json) {
         fmt::print("{}: {} valid configurations, strategy {}, {} evaluations (stopped: {}){}{}\n", name, t.space_size,
-                   o->strategy, t.evaluations.size(), t.stopped, objective_note(o->extra.objective),
+                   o->strategy, t.evaluations.size(), t.stopped, objective_note(o->extra.objective, *backend),
                    dist::active() ? fmt::format(" on {} MPI ranks", dist::current()->size()) : "");
         print_strategy_report(o->strategy, t.strategy_report);
       }

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "cli/common.hpp"
+#include "eval/energy_plan.hpp"
 #include "kforge/error.hpp"
 #include "kforge/measure.hpp"
 #include "kforge/predict.hpp"
@@ -26,7 +27,8 @@ void add_tune_extras(CLI::App& cmd, TuneExtras& x) {
   cmd.add_option("--acquisition", x.acquisition, "bayes: ei, pi, lcb or portfolio")->capture_default_str();
   cmd.add_option("--prior", x.prior, "bayes: a model from `kforge predict --train` as the search's prior");
   cmd.add_option("--objective", x.objective, "what to minimize: time, energy (joules per run: measured by RAPL where "
-                 "readable, else a model, labelled) or edp (energy x time)")
+                 "readable, by NVML on the cuda backend ($KFORGE_NVML_LIBRARY: the library's path), else a "
+                 "model, labelled) or edp (energy x time)")
       ->check(CLI::IsMember({"time", "energy", "edp"}))
       ->capture_default_str();
   cmd.add_option("--repeat", x.repeat, "replay: run seeds seed..seed+N-1 and summarize")->capture_default_str();
@@ -65,14 +67,16 @@ void write_record(const std::string& path, const KernelSpec& k, const Sizes& siz
   out << "\n}\n}\n";  // Kernel Tuner checks for this ending to tell a closed file
 }
 
-std::string objective_note(const std::string& objective) {
+std::string objective_note(const std::string& objective, Backend& backend) {
   if (objective == "time") return "";
-  const auto meter = EnergyReader::open();
-  return fmt::format(", minimizing {} (energy {})", objective, meter ? "measured: " + meter->describe() : "model");
+  return fmt::format(", minimizing {} (energy {})", objective, plan_energy(backend).describe());
 }
 
 void print_energy(const std::vector<EvalResult>& winners, const std::string& objective) {
   for (const auto& w : winners) {
+    if (w.verify)  // a device counter that could not measure this result (eval/evaluate.cpp)
+      for (const CheckResult& c : w.verify->checks)
+        if (c.name == "energy") fmt::print("{:<7} {}: {}\n", w.backend, objective, c.detail);
     if (!w.energy || !w.timing) continue;
     fmt::print("{:<7} {}: {:.4g} J per run, energy x time {:.4g} J*s  [{}: {}]\n", w.backend, objective,
                w.energy->joules, w.energy->joules * w.timing->median_s, w.energy->source, w.energy->detail);

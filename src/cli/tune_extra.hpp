@@ -31,7 +31,7 @@ void write_record(const std::string& path, const KernelSpec& k, const Sizes& siz
                   const std::vector<EvalResult>& results);
 // ", minimizing energy (model)" for the summary line of a tune that does not minimize time:
 // says whether this machine's energy figures are measured or modelled.
-[[nodiscard]] std::string objective_note(const std::string& objective);
+[[nodiscard]] std::string objective_note(const std::string& objective, Backend& backend);
 // Each winner's energy per run, labelled measured or model, and its energy-delay product.
 void print_energy(const std::vector<EvalResult>& winners, const std::string& objective);
 // "mapelites archive" etc. for humans: one line or a small grid per strategy report.

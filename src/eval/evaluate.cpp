@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <exception>
 #include <optional>
 #include <set>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "eval/energy_plan.hpp"
 #include "eval/runner.hpp"
 #include "eval/sol_gate.hpp"
 #include "kforge/error.hpp"
@@ -136,8 +138,10 @@ void time_and_check(const EvalRequest& req, Backend& backend, const Problem& pro
   }
   std::size_t turn = 0;
   // Energy: the RAPL counters read just before and just after each run (warm-up included),
-  // so the checks between runs are not charged; the mean per run is reported.
-  const std::optional<EnergyReader> meter = EnergyReader::open();
+  // so the checks between runs are not charged; the mean per run is reported. A device counter
+  // (NVML) steps too coarsely for that: it reads a batch of runs after the timed ones.
+  const EnergyPlan energy = plan_energy(backend);
+  const std::optional<EnergyReader>& meter = energy.rapl;
   double metered_j = 0;
   int metered_runs = 0;
   const std::function<double()> kernel_once = [&] {
@@ -205,7 +209,29 @@ void time_and_check(const EvalRequest& req, Backend& backend, const Problem& pro
 
   const double flops = problem.flops(req.sizes);
   const double written = std::min(bytes, problem.bytes_written(inst));
-  if (meter && metered_runs > 0) {
+  if (energy.device) {
+    // Back to back, outputs put back only where the kernel reads them: the window holds the
+    // kernel's runs, not the verifier's copies.
+    const bool inout = problem.reads_inout(inst);
+    const auto run_once = [&] {
+      if (inout) runner.restore_outputs();
+      (void)runner.launch();
+    };
+    std::string why;
+    std::optional<BatchEnergy> b;
+    try {
+      b = measure_batch_energy(*energy.device, run_once, EnergyBatchOptions{}, &why);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    // Unmeasured rather than modelled: a model value would be mixed with measured ones.
+    if (b)
+      r.energy = Energy{b->joules_per_run, "measured",
+                        fmt::format("{}, {} mJ over {} runs in {:.0f} ms between two counter steps",
+                                    energy.device->describe(), b->delta_mj, b->runs, b->window_s * 1e3)};
+    else  // a check that does not gate: it says why this passed result has no energy
+      r.verify->checks.push_back({"energy", true, "energy not measured: " + why});
+  } else if (meter && metered_runs > 0) {
     r.energy = Energy{metered_j / metered_runs, "measured", meter->describe() + ", whole package(s), mean of " +
                                                                std::to_string(metered_runs) + " runs"};
   } else {
@@ -214,7 +240,8 @@ void time_and_check(const EvalRequest& req, Backend& backend, const Problem& pro
                                                         : static_cast<int>(std::thread::hardware_concurrency());
     const int cores = req.backend == "cpu" ? std::max(threads, 1) : 1;
     r.energy = Energy{cpu_energy_model().joules(r.timing->median_s, flops, bytes, cores), "model",
-                      cpu_energy_model().describe() + fmt::format(", {} core(s)", cores)};
+                      (energy.model_reason.empty() ? "" : energy.model_reason + "; ") +
+                          cpu_energy_model().describe() + fmt::format(", {} core(s)", cores)};
   }
   r.gflops = flops / r.timing->median_s * 1e-9;
   r.gbytes_s = bytes / r.timing->median_s * 1e-9;
@@ -292,6 +319,7 @@ void run_gates(const EvalRequest& req, Backend& backend, EvalResult& r,
     // the roof again with them).
     if (req.bench) {
       (void)ceilings(backend);
+      (void)plan_energy(backend);  // NVML opens device files (the backend keeps it): before the sandbox
       prepare_micro_benchmarks(backend);
     }
     before_first_launch();

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <set>
 
+#include "eval/energy_plan.hpp"
 #include "kforge/error.hpp"
 #include "kforge/rng.hpp"
 #include "kforge/search.hpp"
@@ -83,7 +84,7 @@ TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o,
   const int total = start.total;
 
   check_objective(o.objective);
-  const std::string energy_source = EnergyReader::open() ? "measured" : "model";
+  const std::string energy_source = plan_energy(backend).source();
   TuneResult r;
   r.space_size = space.size();
   auto objective = [&](const Config& c) {

@@ -14,6 +14,7 @@
 
 #include "backend/cuda/driver.hpp"
 #include "backend/cuda/nvrtc_compiler.hpp"
+#include "backend/nvml_energy.hpp"
 #include "kforge/backend.hpp"
 #include "kforge/error.hpp"
 
@@ -78,9 +79,9 @@ unsigned dim(std::int64_t v, const char* what) {
   return static_cast<unsigned>(v);
 }
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public Backend, public DeviceEnergySource {
  public:
-  explicit CudaBackend(const BackendOptions& o) {
+  explicit CudaBackend(const BackendOptions& o) : device_index_(o.device_index) {
     if (const char* a = std::getenv("KFORGE_CUDA_ARCH"); a && *a) arch_ = a;
     const Driver* d = cuda::driver(&why_);
     if (!d) return;
@@ -102,6 +103,7 @@ class CudaBackend final : public Backend {
       CUdevice dev = 0;
       d->check<NotSupported>(d->device_get(&dev, o.device_index), "cuDeviceGet");
       describe_device(d, dev);
+      pci_bus_id_ = pci_bus_id(d, dev);
       ctx_ = std::make_shared<Context>(d, dev);
     } catch (const std::exception& e) {
       why_ = e.what();
@@ -128,6 +130,18 @@ class CudaBackend final : public Backend {
     const auto& c = require();
     c->current();
     c->d->check<LaunchError>(c->d->memcpy_dtoh(dst, b.ptr, n), "cuMemcpyDtoH");
+  }
+
+  // NVML's counter for this GPU, opened once: matched by PCI bus id (CUDA and NVML number
+  // devices differently), by index where the driver cannot say its bus id.
+  std::shared_ptr<EnergyCounter> energy_counter(std::string* why) override {
+    if (!energy_tried_) {
+      energy_tried_ = true;
+      if (!ctx_) energy_why_ = "NVML: not tried, the cuda backend cannot run here: " + why_;
+      else energy_ = NvmlEnergyReader::open({}, {device_index_, pci_bus_id_}, &energy_why_);
+    }
+    if (why) *why = energy_ ? std::string() : energy_why_;
+    return energy_;
   }
 
   std::shared_ptr<Module> compile(const std::string& source, const std::string& entry,
@@ -207,6 +221,12 @@ class CudaBackend final : public Backend {
     return ctx_;
   }
 
+  static std::string pci_bus_id(const Driver* d, CUdevice dev) {
+    char id[32] = {};  // "0000:3B:00.0"; NVML takes the 4-digit domain too
+    if (!d->device_get_pci_bus_id || d->device_get_pci_bus_id(id, sizeof id, dev) != CUDA_SUCCESS) return {};
+    return id;
+  }
+
   void describe_device(const Driver* d, CUdevice dev) {
     char name[256] = {};
     d->check<NotSupported>(d->device_get_name(name, sizeof name, dev), "cuDeviceGetName");
@@ -233,6 +253,11 @@ class CudaBackend final : public Backend {
   std::string why_;          // why it cannot run, when it cannot
   std::string description_;  // the device, when it can
   std::shared_ptr<Context> ctx_;
+  int device_index_ = 0;
+  std::string pci_bus_id_;   // empty when the driver cannot say
+  bool energy_tried_ = false;
+  std::shared_ptr<EnergyCounter> energy_;
+  std::string energy_why_;
 };
 
 }  // namespace

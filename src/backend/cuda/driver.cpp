@@ -70,6 +70,8 @@ struct Loaded {
     // _v2 (driver >= 12.8) and the original have the same signature and, for two events
     // recorded on one stream, the same meaning.
     resolve(lib, d.event_elapsed_time, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, missing);
+    std::string optional_missing;  // not required: energy then matches NVML's device by index
+    resolve(lib, d.device_get_pci_bus_id, {"cuDeviceGetPCIBusId"}, optional_missing);
     if (!missing.empty()) {
       why = "the CUDA driver (libcuda.so.1) is too old: it lacks " + missing;
       return;

@@ -19,6 +19,8 @@ struct Driver {
   decltype(&::cuDeviceGetName) device_get_name = nullptr;
   decltype(&::cuDeviceGetAttribute) device_get_attribute = nullptr;
   decltype(&::cuDeviceTotalMem) device_total_mem = nullptr;
+  // Optional (null when the driver lacks it): the PCI bus id that NVML's device is matched by.
+  decltype(&::cuDeviceGetPCIBusId) device_get_pci_bus_id = nullptr;
   decltype(&::cuDevicePrimaryCtxRetain) primary_ctx_retain = nullptr;
   decltype(&::cuDevicePrimaryCtxRelease) primary_ctx_release = nullptr;
   decltype(&::cuCtxSetCurrent) ctx_set_current = nullptr;
