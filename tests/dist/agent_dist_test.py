@@ -10,9 +10,13 @@ one that writes through a null pointer) sent by the scripted proposer:
    ranks evaluated candidates (the log names the rank of each);
 4. rank 0 alone wrote the store, once per candidate: three journaled attempts with three
    distinct candidate hashes, each with its own evaluation row, and SQLite's integrity check.
-5. with KFORGE_AGENT_DIST_HANG=1 (off by default: it costs the worker timeout, 10 s, per run), a
-   hanging kernel is second in the batch: rank 1 gets it and its verdict is `timeout`, while
-   rank 0 evaluates every other candidate meanwhile (a free rank takes the next candidate).
+With KFORGE_AGENT_DIST_LONG=1 (off by default: about 20 s more):
+5. a hanging kernel is second in the batch (the worker timeout is then 10 s): rank 1 gets it and
+   its verdict is `timeout`, while rank 0 evaluates every other candidate meanwhile (a free rank
+   takes the next candidate);
+6. rank 1 killed (SIGKILL) on its first job under `mpirun -n 3 --enable-recovery`: rank 0 takes
+   it for lost after KFORGE_RANK_SILENCE_S=2 and hands its candidate to another rank; the
+   verdicts and the store are still the one-rank ones.
 Small problem, no index_width check: each run takes a few seconds.
 """
 import argparse
@@ -29,11 +33,11 @@ EXAMPLES = os.path.join(HERE, "..", "..", "examples", "proposers")
 DATA = os.path.join(HERE, "..", "data")
 INSTANCE = ["--problem", "gemm", "--size", "M=40,N=24,K=16", "--threads", "1", "--no-index-width",
             "--min-time", "0.02", "--max-time", "0.2"]
-HANG = bool(os.environ.get("KFORGE_AGENT_DIST_HANG"))
+LONG = bool(os.environ.get("KFORGE_AGENT_DIST_LONG"))
 failures = []
 
 
-EXPECTED = ["passed", *(["timeout"] if HANG else []), "incorrect", "crashed"]
+EXPECTED = ["passed", *(["timeout"] if LONG else []), "incorrect", "crashed"]
 
 
 def check(ok, what):
@@ -48,7 +52,7 @@ def write_script(tmp):
     script = [
         {"source": os.path.join(EXAMPLES, "gemm", "naive.cpp"), "grid": ["ceil_div(M,BM)"], "params": {"BM": 16},
          "note": "correct"},
-        *(hang if HANG else []),
+        *(hang if LONG else []),
         {"source": os.path.join(DATA, "tail_skip.cpp"), "grid": ["ceil_div(M,16)"], "note": "wrong"},
         {"source": os.path.join(DATA, "segfault.cpp"), "grid": ["ceil_div(M,16)"], "note": "crashes"},
     ]
@@ -58,21 +62,26 @@ def write_script(tmp):
     return path
 
 
-def agent(args, tmp, ranks, script):
-    name = f"ranks{ranks}"
+def agent(args, tmp, ranks, script, kill=False):
+    name = f"ranks{ranks}" + ("-killed" if kill else "")
     log, db = os.path.join(tmp, name + ".jsonl"), os.path.join(tmp, name + ".db")
     n = len(EXPECTED)
-    cmd = [args.kforge, "agent", *INSTANCE, "--timeout", "10" if HANG else "60", "--budget", str(n), "--parallel",
+    cmd = [args.kforge, "agent", *INSTANCE, "--timeout", "10" if LONG else "60", "--budget", str(n), "--parallel",
            str(n), "--proposer",
            f"python3 {os.path.join(EXAMPLES, 'scripted.py')} {script} --log {log}", "--db", db,
            "--out", os.path.join(tmp, name + "-out"), "--json"]
+    env = dict(os.environ)
     if ranks > 1:
-        cmd = [args.mpirun, "-n", str(ranks), "--oversubscribe"] + cmd
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+        cmd = [args.mpirun, "-n", str(ranks), "--oversubscribe", *(["--enable-recovery"] if kill else [])] + cmd
+    if kill:
+        env.update(KFORGE_DIST_FAULT="kill:1:1", KFORGE_RANK_SILENCE_S="2")
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
     check(r.returncode == 0, f"{ranks} rank(s): exit 0" + ("" if r.returncode == 0 else f" ({r.stderr[-600:]})"))
-    if ranks > 1:  # the log names the rank of each evaluation: the batch was spread
+    if kill:
+        check("rank 1 sent nothing" in r.stderr, "killed rank: rank 0 reports rank 1 lost")
+    elif ranks > 1:  # the log names the rank of each evaluation: the batch was spread
         check("(rank 1)" in r.stderr and "(rank 0)" in r.stderr, f"{ranks} ranks: rank 0 and rank 1 each evaluated")
-        if HANG:
+        if LONG:
             others = [f"attempt {a} (rank 0)" in r.stderr for a in range(1, n + 1) if a != 2]
             check("attempt 2 (rank 1): timeout" in r.stderr and all(others),
                   "the hang is rank 1's; rank 0 evaluates every other candidate meanwhile")
@@ -119,15 +128,21 @@ def main():
         n = len(EXPECTED)
         check([f["attempt"] for f in two] == list(range(1, n + 1)) and
               [f["batch_index"] for f in two] == list(range(n)), "two ranks answer in the batch's order")
-        for db in (one_db, two_db):
+        dbs = [one_db, two_db]
+        if LONG:
+            killed, killed_db = agent(ARGS, tmp, 3, script, kill=True)
+            check(verdicts(killed) == ref, f"killed rank: the one-rank verdicts\n  {verdicts(killed)}\n  {ref}")
+            dbs.append(killed_db)
+        for db in dbs:
             rows, evals = stored(db)
             name = os.path.basename(db)
             n = len(EXPECTED)
             check([r[0] for r in rows] == list(range(1, n + 1)), f"{name}: one journaled attempt per candidate ({rows})")
             check(len({r[1] for r in rows}) == n, f"{name}: {n} distinct candidates")
             check(all(r[3] is not None for r in rows) and evals == n, f"{name}: one evaluation row each")
-        check([(r[0], r[1], r[2]) for r in stored(two_db)[0]] == [(r[0], r[1], r[2]) for r in stored(one_db)[0]],
-              "the two stores journal the same attempts and verdicts")
+        for db in dbs[1:]:
+            check([r[:3] for r in stored(db)[0]] == [r[:3] for r in stored(one_db)[0]],
+                  f"{os.path.basename(db)} journals the one-rank attempts and verdicts")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:
