@@ -10,5 +10,12 @@ if(KFORGE_WITH_MPI)
               --prog $<TARGET_FILE:kernel_kmeans_dist> --mpirun ${KFORGE_MPIRUN})
     set_tests_properties(dist_kernel_kmeans PROPERTIES TIMEOUT 300 ENVIRONMENT
       "OPENBLAS_THREAD_TIMEOUT=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+    # One step of it as a kforge command on the kernel_kmeans problem: `kforge overlap
+    # kernel_kmeans_dist`, 1d against 2d, verified, words per rank as the analysis.
+    add_test(NAME dist_kernel_kmeans_overlap
+      COMMAND ${KFORGE_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/dist/kernel_kmeans_overlap_test.py
+              --kforge $<TARGET_FILE:kforge> --mpirun ${KFORGE_MPIRUN})
+    set_tests_properties(dist_kernel_kmeans_overlap PROPERTIES TIMEOUT 300 ENVIRONMENT
+      "OPENBLAS_THREAD_TIMEOUT=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
   endif()
 endif()

@@ -30,7 +30,7 @@ void evaluate_isolated_each(const std::vector<EvalRequest>& requests, const Isol
 }
 
 OverlapResult run_overlap(const OverlapOptions&) {
-  throw UsageError("this kforge was built without MPI: kforge overlap (ag_gemm, gemm_rs, moe_dist, gnn_dist) needs it (install libopenmpi-dev and rebuild)");
+  throw UsageError("this kforge was built without MPI: kforge overlap (ag_gemm, gemm_rs, moe_dist, gnn_dist, kernel_kmeans_dist) needs it (install libopenmpi-dev and rebuild)");
 }
 
 TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o, const TuneProgress& progress) {
