@@ -47,7 +47,7 @@ void finish(Session& s, Pending& b, const EvalResult& r, const std::string& wher
 }
 
 // Here: every candidate at once, one kforge-worker each, journaled in the order they end.
-void evaluate_here(Session& s, std::vector<Pending*>& run) {
+void evaluate_here(Session& s, const std::vector<Pending*>& run) {
   std::vector<std::future<EvalResult>> results;
   for (Pending* b : run)
     results.push_back(std::async(std::launch::async, [req = *b->req, limits = s.o.limits] {
