@@ -13,5 +13,12 @@ if(KFORGE_WITH_MPI)
     # The bench programs are not in the default build; this one is, for the test.
     add_custom_target(dist_kernel_kmeans_program ALL)
     add_dependencies(dist_kernel_kmeans_program kernel_kmeans_dist)
+    # One step of it as a kforge command on the kernel_kmeans problem: `kforge overlap
+    # kernel_kmeans_dist`, 1d against 2d, verified, words per rank as the analysis.
+    add_test(NAME dist_kernel_kmeans_overlap
+      COMMAND ${KFORGE_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/dist/kernel_kmeans_overlap_test.py
+              --kforge $<TARGET_FILE:kforge> --mpirun ${KFORGE_MPIRUN})
+    set_tests_properties(dist_kernel_kmeans_overlap PROPERTIES TIMEOUT 300 ENVIRONMENT
+      "OPENBLAS_THREAD_TIMEOUT=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
   endif()
 endif()

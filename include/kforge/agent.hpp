@@ -43,6 +43,15 @@ struct AgentOptions {
   std::filesystem::path out_dir;    // every attempt's source and spec, and best.<ext>
   std::string command;              // the command line, for the runs table
   std::function<void(const std::string&)> log;  // one line per event, for a human (stderr)
+  // Where a batch's candidates are evaluated. Empty: here, one kforge-worker each, all at
+  // once. Set (`mpirun -n R kforge agent`: kforge::dist::evaluate_isolated_each): evaluates
+  // every request as evaluate_isolated(request, limits) would, somewhere else, and calls
+  // done(i, result, where) on the calling thread as each ends, in any order (`where` names the
+  // evaluator for the log, e.g. "rank 1").
+  using BatchDone = std::function<void(std::size_t i, EvalResult result, const std::string& where)>;
+  using BatchEvaluator =
+      std::function<void(const std::vector<EvalRequest>& requests, const IsolationLimits& limits, const BatchDone& done)>;
+  BatchEvaluator evaluate_batch;
 };
 
 struct AgentSummary {

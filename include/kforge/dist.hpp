@@ -25,6 +25,8 @@ class Session {
 
   [[nodiscard]] int rank() const { return rank_; }
   [[nodiscard]] int size() const { return size_; }
+  // Started by mpirun (or another PMI launcher), even as a world of one rank.
+  [[nodiscard]] bool launched() const { return mpi_; }
 
   // Ranks other than 0: evaluate what rank 0 sends until it says stop. Returns the exit code.
   int serve();
@@ -58,6 +60,18 @@ class Session {
 [[nodiscard]] std::vector<EvalResult> evaluate_all(const std::vector<EvalRequest>& requests,
                                                    const std::vector<bool>& isolate, Backend& local,
                                                    const std::function<void(int done)>& progress = {});
+
+// A batch of untrusted candidates (`kforge agent` under mpirun) spread over the ranks: each
+// request is evaluated in a kforge-worker under `limits`, exactly as evaluate_isolated() does,
+// on the first rank that is free (rank 0 too), one evaluation per rank at a time; a crash or a
+// hang is that candidate's verdict, never a rank's death. `done(i, result, where)` is called on
+// this thread as each evaluation ends (any order; `i` indexes `requests`; `where` is "rank R").
+// A rank silent for KFORGE_RANK_SILENCE_S while busy is taken for lost and its candidate goes to
+// another rank.
+// One rank (or no MPI): evaluated one after the other.
+void evaluate_isolated_each(
+    const std::vector<EvalRequest>& requests, const IsolationLimits& limits,
+    const std::function<void(std::size_t i, EvalResult result, const std::string& where)>& done);
 
 // Overlapped multi-rank GEMMs (docs/overlap.md), collective over every rank of the session:
 //   ag_gemm  C[:, cols_r] = alpha * allgather(A row blocks) * B[:, cols_r] + beta * C[:, cols_r]

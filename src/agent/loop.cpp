@@ -1,5 +1,6 @@
 // The loop: start the proposer, send the task, read a batch of candidates, evaluate them (up to
-// --parallel at once, each in its own kforge-worker), journal each the moment it ends, answer
+// --parallel at once, each in its own kforge-worker; under mpirun spread over the ranks through
+// AgentOptions::evaluate_batch), journal each the moment it ends, answer
 // with one feedback per candidate, and at the end re-verify and re-time the best (final.cpp).
 #include <chrono>
 #include <future>
@@ -32,14 +33,44 @@ struct Pending {
   Candidate c;
   std::string diff, stem, replay;
   std::optional<EvalRequest> req;
-  std::future<EvalResult> result;
   nlohmann::json feedback;  // filled when it ends
   bool from_journal = false;
 };
 
-// Evaluates a batch: journaled candidates are answered from the journal, the others run at once
-// (one worker each) and are journaled in the order they end.
+// Judges and journals a candidate whose evaluation ended.
+// `where`: the evaluator, for the log ("rank 1"); empty here.
+void finish(Session& s, Pending& b, const EvalResult& r, const std::string& where = {}) {
+  const Judged j = judge(r, feedback_context(s, b.c, b.stem, b.replay));
+  b.feedback = journal_attempt(s, b.attempt, b.c, j, b.diff, &*b.req, &r).feedback;
+  ++s.evaluated;
+  say(s.o, fmt::format("attempt {}{}: {}", b.attempt, where.empty() ? "" : " (" + where + ")", j.summary));
+}
+
+// Here: every candidate at once, one kforge-worker each, journaled in the order they end.
+void evaluate_here(Session& s, const std::vector<Pending*>& run) {
+  std::vector<std::future<EvalResult>> results;
+  for (Pending* b : run)
+    results.push_back(std::async(std::launch::async, [req = *b->req, limits = s.o.limits] {
+      return evaluate_isolated(req, limits);
+    }));
+  for (bool waiting = true; waiting;) {
+    waiting = false;
+    for (std::size_t i = 0; i < run.size(); ++i) {
+      if (!results[i].valid()) continue;
+      if (results[i].wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) {
+        waiting = true;
+        continue;
+      }
+      finish(s, *run[i], results[i].get());
+    }
+  }
+}
+
+// Evaluates a batch: journaled candidates are answered from the journal, the others are
+// evaluated (here, or where AgentOptions::evaluate_batch sends them: MPI ranks) and each is
+// journaled the moment it ends.
 void evaluate_batch(Session& s, std::vector<Pending>& batch) {
+  std::vector<Pending*> run;  // the candidates to evaluate, in batch order
   for (auto& b : batch) {
     if (auto it = s.journal.find(b.c.hash); it != s.journal.end()) {
       b.from_journal = true;
@@ -62,25 +93,15 @@ void evaluate_batch(Session& s, std::vector<Pending>& batch) {
     }
     b.req = request_for(s, b.c, derived_seed(s.o.seed, "verify " + b.c.hash));
     b.replay = write_candidate_files(s, b.c, *b.req, b.stem);
-    b.result = std::async(std::launch::async, [req = *b.req, limits = s.o.limits] {
-      return evaluate_isolated(req, limits);
-    });
+    run.push_back(&b);
   }
-  for (bool waiting = true; waiting;) {
-    waiting = false;
-    for (auto& b : batch) {
-      if (!b.result.valid()) continue;
-      if (b.result.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) {
-        waiting = true;
-        continue;
-      }
-      const EvalResult r = b.result.get();
-      const Judged j = judge(r, feedback_context(s, b.c, b.stem, b.replay));
-      b.feedback = journal_attempt(s, b.attempt, b.c, j, b.diff, &*b.req, &r).feedback;
-      ++s.evaluated;
-      say(s.o, fmt::format("attempt {}: {}", b.attempt, j.summary));
-    }
-  }
+  if (run.empty()) return;
+  if (!s.o.evaluate_batch) return evaluate_here(s, run);
+  std::vector<EvalRequest> requests;
+  for (const Pending* b : run) requests.push_back(*b->req);
+  s.o.evaluate_batch(requests, s.o.limits, [&](std::size_t i, EvalResult r, const std::string& where) {
+    finish(s, *run.at(i), r, where);
+  });
 }
 
 std::vector<Pending> read_batch(Session& s, ProposerProcess& proposer, int want, int& next_attempt,

@@ -10,6 +10,7 @@
 #include "cli/measure_flags.hpp"
 #include "cli/store_options.hpp"
 #include "kforge/agent.hpp"
+#include "kforge/dist.hpp"
 #include "kforge/error.hpp"
 
 namespace kforge::cli {
@@ -47,7 +48,8 @@ void add_agent(CLI::App& app, int& code) {
   cmd->add_option("--proposer", o->proposer, "the proposer's command line, run with /bin/sh -c; it talks "
                   "JSON lines on its stdin/stdout (docs/agent.md)")->required();
   cmd->add_option("--budget", o->budget, "attempts in all (journaled ones count)")->capture_default_str();
-  cmd->add_option("--parallel", o->parallel, "candidates per batch, evaluated at once")->capture_default_str();
+  cmd->add_option("--parallel", o->parallel, "candidates per batch, evaluated at once (under mpirun: "
+                  "one per rank at a time, each rank taking the next as it finishes)")->capture_default_str();
   cmd->add_option("--backend,-b", o->backend, "cpu, opencl or cuda")->capture_default_str();
   cmd->add_option("--size,-s", o->sizes, "sizes, e.g. M=256,N=256,K=256");
   cmd->add_option("--scalar", o->scalars, "scalar values the trials keep fixed");
@@ -86,9 +88,18 @@ void add_agent(CLI::App& app, int& code) {
     a.out_dir = std::filesystem::absolute(o->out);  // the replay lines work from anywhere
     a.command = command_line();
     a.log = [](const std::string& line) { fmt::print(stderr, "kforge agent: {}\n", line); };
+    // Under mpirun rank 0 (this process) speaks to the proposer and writes the store; each
+    // batch's candidates are evaluated one per rank at a time, rank 0 included.
+    const dist::Session* world = dist::current();
+    const int ranks = world && world->launched() ? world->size() : 1;
+    if (world && world->launched()) a.evaluate_batch = dist::evaluate_isolated_each;
     Store store(store_path(o->db));
     const AgentSummary s = run_agent(a, store);
-    if (o->json) fmt::print("{}\n", s.to_json().dump(2));
+    if (o->json) {
+      nlohmann::json j = s.to_json();
+      j["ranks"] = ranks;
+      fmt::print("{}\n", j.dump(2));
+    }
     else print_summary(s);
     code = s.best && s.final_passed ? kExitPassed : kExitFailedGate;
   });

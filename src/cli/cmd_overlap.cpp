@@ -1,4 +1,4 @@
-// `mpirun -n R kforge overlap ag_gemm|gemm_rs|moe_dist|gnn_dist`: the overlapped multi-rank
+// `mpirun -n R kforge overlap ag_gemm|gemm_rs|moe_dist|gnn_dist|kernel_kmeans_dist`: the multi-rank
 // problems of kforge/dist.hpp, verified against the single-rank problem's double reference and
 // timed serial (the baseline) beside overlapped (docs/overlap.md). Without mpirun it runs on one
 // rank (nothing to overlap).
@@ -38,7 +38,7 @@ void print_counts(const nlohmann::json& c) {
     for (const auto& v : c["per_rank"][r]) fmt::print(" {:>15}", v.get<std::int64_t>());
     fmt::print("\n");
   }
-  fmt::print("  counts equal the ones worked out from the inputs in every verified run; context: {}\n",
+  fmt::print("  counts equal the ones worked out from the instance in every verified run; context: {}\n",
              c["context"].dump());
 }
 
@@ -52,15 +52,22 @@ void print(const dist::OverlapResult& r) {
     fmt::print("  failure: {}\n", r.failure);
     return;
   }
-  fmt::print("  chunks: {} ({})\n", r.overlapped.chunks, r.chunk_choice);
+  // kernel_kmeans_dist's forms are two distributions of the kernel matrix, not chunked overlap.
+  const bool distributions = o["problem"] == "kernel_kmeans_dist";
+  if (!distributions) fmt::print("  chunks: {} ({})\n", r.overlapped.chunks, r.chunk_choice);
   fmt::print("  {:<11} {:>7} {:>10} {:>11} {:>11}\n", "form", "chunks", "time ms", "compute ms", "exposed ms");
   for (const auto* f : {&r.serial, &r.overlapped})
-    fmt::print("  {:<11} {:>7} {:>10.3f} {:>11.3f} {:>11.3f}\n", f->name, f->chunks, f->time_s * 1e3, f->compute_s * 1e3,
-               f->exposed_s * 1e3);
-  fmt::print("  overlap efficiency {:.2f} (1 - exposed overlapped / exposed serial), {:.0f}% of ideal "
-             "(max(compute, communication) / overlapped time), speedup {:.2f}x; medians of {} rounds; CPU timings\n",
-             r.overlap_efficiency, r.percent_of_ideal, r.serial.time_s / std::max(r.overlapped.time_s, 1e-12),
-             r.serial.times_s.size());
+    fmt::print("  {:<11} {:>7} {:>10.3f} {:>11.3f} {:>11.3f}\n", f->name, distributions ? 1 : f->chunks,
+               f->time_s * 1e3, f->compute_s * 1e3, f->exposed_s * 1e3);
+  if (distributions)
+    fmt::print("  2d against 1d: time {:.2f}x, exposed communication {:.2f}x; medians of {} rounds; CPU timings\n",
+               r.overlapped.time_s / std::max(r.serial.time_s, 1e-12),
+               r.overlapped.exposed_s / std::max(r.serial.exposed_s, 1e-12), r.serial.times_s.size());
+  else
+    fmt::print("  overlap efficiency {:.2f} (1 - exposed overlapped / exposed serial), {:.0f}% of ideal "
+               "(max(compute, communication) / overlapped time), speedup {:.2f}x; medians of {} rounds; CPU timings\n",
+               r.overlap_efficiency, r.percent_of_ideal, r.serial.time_s / std::max(r.overlapped.time_s, 1e-12),
+               r.serial.times_s.size());
   print_counts(r.counts);
 }
 
@@ -71,10 +78,11 @@ void add_overlap(CLI::App& app, int& code) {
   auto* cmd = app.add_subcommand("overlap", "multi-rank kernels that overlap communication with compute (run under "
                                  "mpirun)");
   cmd->add_option("problem", o->run.problem, "ag_gemm (all-gather of A, then GEMM), gemm_rs (GEMM, then "
-                  "reduce-scatter of C), moe_dist (MoE layer, experts over ranks, one-sided dispatch) or gnn_dist "
-                  "(GNN aggregation over a row-partitioned graph)")->required();
+                  "reduce-scatter of C), moe_dist (MoE layer, experts over ranks, one-sided dispatch), gnn_dist "
+                  "(GNN aggregation over a row-partitioned graph) or kernel_kmeans_dist (one kernel k-means step, "
+                  "1d against 2d distribution of the kernel matrix, words counted)")->required();
   cmd->add_option("--size,-s", o->sizes, "sizes of the whole problem: M,N,K (GEMMs), T,H,F,E,K (moe_dist, as "
-                  "moe_grouped_gemm), M,N,NNZ (gnn_dist, as gnn_aggregate)");
+                  "moe_grouped_gemm), M,N,NNZ (gnn_dist, as gnn_aggregate), N,D,K (kernel_kmeans_dist, as kernel_kmeans)");
   cmd->add_option("--chunks", o->run.chunks, "chunks per block/peer in the overlapped form (0: chosen from the "
                   "measured rates for the GEMMs, 4 for moe_dist and gnn_dist)")->capture_default_str();
   cmd->add_option("--link-latency-us", o->latency_us, "emulated link: latency per message")->capture_default_str();

@@ -9,11 +9,19 @@
 namespace kforge::dist {
 
 nlohmann::json Job::to_json() const {
-  return {{"ticket", ticket}, {"request", request.to_json()}, {"isolate", isolate}};
+  return {{"ticket", ticket}, {"request", request.to_json()}, {"isolate", isolate},
+          {"limits", {{"timeout_s", limits.timeout_s}, {"memory_bytes", limits.memory_bytes},
+                      {"sandbox", limits.sandbox}}}};
 }
 
 Job Job::from_json(const nlohmann::json& j) {
-  return {j.at("ticket").get<std::uint64_t>(), EvalRequest::from_json(j.at("request")), j.value("isolate", false)};
+  Job job{j.at("ticket").get<std::uint64_t>(), EvalRequest::from_json(j.at("request")), j.value("isolate", false), {}};
+  if (const auto l = j.find("limits"); l != j.end()) {
+    job.limits.timeout_s = l->value("timeout_s", job.limits.timeout_s);
+    job.limits.memory_bytes = l->value("memory_bytes", job.limits.memory_bytes);
+    job.limits.sandbox = l->value("sandbox", job.limits.sandbox);
+  }
+  return job;
 }
 
 Backend& BackendCache::get(const EvalRequest& req) {
@@ -25,7 +33,7 @@ Backend& BackendCache::get(const EvalRequest& req) {
 }
 
 EvalResult run_job(const Job& job, Backend* backend) {
-  return job.isolate || !backend ? evaluate_isolated(job.request) : evaluate(job.request, *backend);
+  return job.isolate || !backend ? evaluate_isolated(job.request, job.limits) : evaluate(job.request, *backend);
 }
 
 bool fault_due(int rank, int jobs) {

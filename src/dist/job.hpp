@@ -17,6 +17,7 @@ struct Job {
   std::uint64_t ticket = 0;  // rank 0's number for it; a reassigned job keeps its ticket
   EvalRequest request;
   bool isolate = false;
+  IsolationLimits limits;    // an isolated job's worker limits (kforge agent sets its own)
   [[nodiscard]] nlohmann::json to_json() const;
   static Job from_json(const nlohmann::json& j);
 };
@@ -30,7 +31,8 @@ class BackendCache {
   std::map<std::string, std::unique_ptr<Backend>> made_;
 };
 
-// `backend` may be null for an isolated job (the worker makes its own).
+// `backend` may be null for an isolated job (the worker makes its own); a job that is not
+// isolated needs one.
 [[nodiscard]] EvalResult run_job(const Job& job, Backend* backend);
 
 // An exception thrown by an evaluation, carried to rank 0 and thrown again there with its kind

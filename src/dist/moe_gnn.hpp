@@ -9,11 +9,13 @@ namespace kforge::dist {
 
 const multirank::App& moe_dist_app();  // moe_dist.cpp
 const multirank::App& gnn_dist_app();  // gnn_dist.cpp
+const multirank::App& kernel_kmeans_dist_app();  // kernel_kmeans_dist.cpp
 
 // The app named `problem`, or null for the GEMMs of overlap.cpp.
 inline const multirank::App* multirank_app(const std::string& problem) {
   if (problem == "moe_dist") return &moe_dist_app();
   if (problem == "gnn_dist") return &gnn_dist_app();
+  if (problem == "kernel_kmeans_dist") return &kernel_kmeans_dist_app();
   return nullptr;
 }
 

@@ -23,6 +23,7 @@
 #include "kforge/error.hpp"
 #include "kforge/problem.hpp"
 #include "kforge/util.hpp"
+#include "kforge/verify.hpp"
 
 namespace kforge::dist::multirank {
 
@@ -65,10 +66,24 @@ class App {
   [[nodiscard]] virtual std::vector<std::string> count_names() const = 0;
   // The counts every rank must report, worked out from the instance alone (per rank).
   [[nodiscard]] virtual std::vector<std::vector<std::int64_t>> expected_counts(const Instance& in, int ranks) const = 0;
+  // The same for one form (0 baseline, 1 overlapped), where the forms move different amounts.
+  [[nodiscard]] virtual std::vector<std::vector<std::int64_t>> expected_counts_of_form(const Instance& in, int ranks,
+                                                                                     int form) const {
+    (void)form;
+    return expected_counts(in, ranks);
+  }
   // Facts about the instance that put the counts in proportion (e.g. all routed pairs).
   [[nodiscard]] virtual nlohmann::json count_context(const Instance& in, int ranks) const = 0;
   // This rank's part of one run, collective over MPI_COMM_WORLD (ranks == 1: no MPI calls).
   [[nodiscard]] virtual RankOutput run(const Command& c, const Instance& in, int rank, int ranks) const = 0;
+  // The gathered output (output_rows x output_cols) as the problem's out and inout tensors, for
+  // compare(); may adjust `ref` (a problem with alternative answers). Default: the one output.
+  virtual void outputs(const Instance& in, const std::vector<float>& rows, KernelOutput& got,
+                       std::vector<std::vector<double>>& ref) const {
+    (void)in, (void)ref;
+    got.tensors = {std::vector<double>(rows.begin(), rows.end())};
+    got.unwritten = {std::vector<bool>(rows.size(), false)};
+  }
 };
 
 // Rank 0 (run_overlap) and every other rank (follow_overlap) for one App.

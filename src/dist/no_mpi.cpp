@@ -24,8 +24,13 @@ std::vector<EvalResult> evaluate_all(const std::vector<EvalRequest>& requests, c
   return out;
 }
 
+void evaluate_isolated_each(const std::vector<EvalRequest>& requests, const IsolationLimits& limits,
+                            const std::function<void(std::size_t, EvalResult, const std::string&)>& done) {
+  for (std::size_t i = 0; i < requests.size(); ++i) done(i, evaluate_isolated(requests[i], limits), "rank 0");
+}
+
 OverlapResult run_overlap(const OverlapOptions&) {
-  throw UsageError("this kforge was built without MPI: kforge overlap (ag_gemm, gemm_rs, moe_dist, gnn_dist) needs it (install libopenmpi-dev and rebuild)");
+  throw UsageError("this kforge was built without MPI: kforge overlap (ag_gemm, gemm_rs, moe_dist, gnn_dist, kernel_kmeans_dist) needs it (install libopenmpi-dev and rebuild)");
 }
 
 TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o, const TuneProgress& progress) {

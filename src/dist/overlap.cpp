@@ -388,7 +388,7 @@ void follow_overlap(const nlohmann::json& options) {
 OverlapResult run_overlap(const OverlapOptions& o) {
   if (const multirank::App* app = multirank_app(o.problem)) return multirank::lead(*app, o);  // moe_dist, gnn_dist
   if (o.problem != "ag_gemm" && o.problem != "gemm_rs")
-    throw UsageError("unknown multi-rank problem '" + o.problem + "': use ag_gemm, gemm_rs, moe_dist or gnn_dist");
+    throw UsageError("unknown multi-rank problem '" + o.problem + "': use ag_gemm, gemm_rs, moe_dist, gnn_dist or kernel_kmeans_dist");
   if (o.chunks < 0 || o.chunks > 4096) throw UsageError("--chunks must be 0 (chosen) to 4096");
   if (o.rounds < 1) throw UsageError("--rounds must be at least 1");
   auto gemm = find_problem("gemm");

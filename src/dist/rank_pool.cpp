@@ -4,9 +4,25 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <string>
+
+#include "kforge/error.hpp"
+
 namespace kforge::dist {
 
-RankPool::RankPool(int ranks, Backend& local, double silence_s)
+double silence_seconds() {
+  const char* s = std::getenv("KFORGE_RANK_SILENCE_S");
+  if (!s || !*s) return 10;
+  try {
+    const double v = std::stod(s);
+    if (v > 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(std::string("KFORGE_RANK_SILENCE_S='") + s + "' is not a positive number of seconds");
+}
+
+RankPool::RankPool(int ranks, Backend* local, double silence_s)
     : local_(local), silence_s_(silence_s), slots_(static_cast<std::size_t>(ranks)) {
   for (int r = 1; r < ranks; ++r) slots_[r].lost = rank_lost(r);
 }
@@ -38,7 +54,7 @@ void RankPool::dispatch() {
     s.last_heard = Clock::now();
     if (r == 0) {
       local_started_ = Clock::now();
-      local_future_ = std::async(std::launch::async, [this] { return run_job(slots_[0].job, &local_); });
+      local_future_ = std::async(std::launch::async, [this] { return run_job(slots_[0].job, local_); });
     } else {
       if (fault_due(0, ++handed_to_ranks_)) raise(SIGKILL);
       out_.post(static_cast<int>(r), kTagJob, s.job.to_json());

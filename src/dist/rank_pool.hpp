@@ -12,6 +12,9 @@
 
 namespace kforge::dist {
 
+// KFORGE_RANK_SILENCE_S (default 10): seconds a busy rank may go without a heartbeat.
+[[nodiscard]] double silence_seconds();
+
 struct Completion {
   std::uint64_t ticket = 0;
   EvalResult result;
@@ -21,8 +24,9 @@ struct Completion {
 
 class RankPool {
  public:
-  // `local`: rank 0's backend; `silence_s`: how long a busy rank may go without a heartbeat.
-  RankPool(int ranks, Backend& local, double silence_s);
+  // `local`: rank 0's backend (null when every job is isolated: each worker makes its own);
+  // `silence_s`: how long a busy rank may go without a heartbeat.
+  RankPool(int ranks, Backend* local, double silence_s);
   ~RankPool();
   RankPool(const RankPool&) = delete;
   RankPool& operator=(const RankPool&) = delete;
@@ -45,7 +49,7 @@ class RankPool {
   void check_silence();
   std::optional<Completion> receive();
 
-  Backend& local_;
+  Backend* local_;
   double silence_s_;
   std::vector<Slot> slots_;  // index = rank; slot 0 runs on local_future_
   std::future<EvalResult> local_future_;

@@ -12,20 +12,6 @@
 #include "tune/tune_start.hpp"
 
 namespace kforge::dist {
-namespace {
-
-double silence_seconds() {
-  const char* s = std::getenv("KFORGE_RANK_SILENCE_S");
-  if (!s || !*s) return 10;
-  try {
-    const double v = std::stod(s);
-    if (v > 0) return v;
-  } catch (const std::exception&) {
-  }
-  throw UsageError(std::string("KFORGE_RANK_SILENCE_S='") + s + "' is not a positive number of seconds");
-}
-
-}  // namespace
 
 std::vector<EvalResult> evaluate_all(const std::vector<EvalRequest>& requests, const std::vector<bool>& isolate,
                                      Backend& local, const std::function<void(int)>& progress) {
@@ -37,8 +23,8 @@ std::vector<EvalResult> evaluate_all(const std::vector<EvalRequest>& requests, c
     }
     return out;
   }
-  RankPool pool(current()->size(), local, silence_seconds());
-  for (std::size_t i = 0; i < requests.size(); ++i) pool.submit(Job{i, requests[i], isolate[i]});
+  RankPool pool(current()->size(), &local, silence_seconds());
+  for (std::size_t i = 0; i < requests.size(); ++i) pool.submit(Job{i, requests[i], isolate[i], {}});
   for (int done = 1; pool.outstanding() > 0; ++done) {
     Completion c = pool.next();
     out[c.ticket] = std::move(c.result);
@@ -63,7 +49,7 @@ TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o,
     strategy->reserve(*d);
   }
 
-  RankPool pool(current()->size(), backend, silence_seconds());
+  RankPool pool(current()->size(), &backend, silence_seconds());
   std::map<std::uint64_t, std::pair<Config, EvalRequest>> in_flight;
   std::uint64_t next_ticket = 1;
   int handed_out = 0;
@@ -112,7 +98,7 @@ TuneResult tune(const EvalRequest& base, Backend& backend, const TuneOptions& o,
       }
       const std::uint64_t ticket = next_ticket++;
       in_flight.emplace(ticket, std::make_pair(*c, req));
-      pool.submit(Job{ticket, req, o.isolate});
+      pool.submit(Job{ticket, req, o.isolate, {}});
     }
     if (pool.outstanding() == 0) break;  // the budget handed out (or a stop) and every result in
     Completion done = pool.next();
