@@ -1,11 +1,11 @@
 // What the dense cpu kernels (gemm, conv2d, attention, moe) share, put in front of a kernel by
 // `#include "kernels/common/simd.hpp"` (kforge expands it: src/backend/kernel_includes.hpp):
 // the SIMD width, the dtype's storage with its conversions, the vector types and per-thread
-// scratch. A user's kernel may include it too.
+// scratch (kernels/common/scratch.hpp). A user's kernel may include it too.
 //
 // Needs VW defined (a kernel parameter): the SIMD width in floats, 8 (AVX2) or 16 (AVX-512);
 // 0 means the widest the compiler targets.
-#include <cstdlib>
+#include "kernels/common/scratch.hpp"  // scratch(), scratch_floats()
 
 #if VW == 0
 #undef VW
@@ -23,18 +23,3 @@ static inline T from_f32(float f) { return kf_from_f32(f); }
 
 typedef float vf __attribute__((vector_size(VW * 4)));
 typedef float vf_unaligned __attribute__((vector_size(VW * 4), aligned(4)));
-
-// Per-thread scratch: slot `which` (0..7) holds at least `bytes`, 64-byte aligned, grown on
-// demand and kept between blocks and launches (a block's packing buffers are not allocated
-// per block).
-static void* scratch(int which, long long bytes) {
-  static thread_local void* buf[8] = {};
-  static thread_local long long cap[8] = {};
-  if (cap[which] < bytes) {
-    std::free(buf[which]);
-    buf[which] = std::aligned_alloc(64, ((bytes + 63) / 64) * 64);
-    cap[which] = bytes;
-  }
-  return buf[which];
-}
-static float* scratch_floats(int which, long long floats) { return static_cast<float*>(scratch(which, floats * 4)); }

@@ -17,21 +17,13 @@
 #ifndef VB
 #define VB 2
 #endif
-#include <cstdlib>
+#include "kernels/common/scratch.hpp"
 
 typedef kf_storage T;  // fp32
 typedef kf_vf vf;
 
-static vf* scratch(long long vectors) {  // per thread, grown to the largest seen
-  static thread_local vf* buf = nullptr;
-  static thread_local long long cap = 0;
-  if (cap < vectors) {
-    std::free(buf);
-    buf = static_cast<vf*>(std::aligned_alloc(64, ((vectors * sizeof(vf) + 63) / 64) * 64));
-    cap = vectors;
-  }
-  return buf;
-}
+// Per-thread scratch of whole vectors.
+static vf* scratch_vectors(long long vectors) { return static_cast<vf*>(scratch(0, vectors * (long long)sizeof(vf))); }
 
 static void sigkernel_block(const kf_ctx& c, const T* X, const T* Y, T* K, int B1, int B2, int L1, int L2, int D,
                             int DYADIC) {
@@ -40,7 +32,7 @@ static void sigkernel_block(const kf_ctx& c, const T* X, const T* Y, T* K, int B
   const int C2 = L2 - 1, n1 = (L1 - 1) << DYADIC, n2 = (L2 - 1) << DYADIC, fine = (1 << DYADIC) - 1;
   const float scale = 1.0f / (float)(1 << (2 * DYADIC));  // exact: a power of two
   const float twelfth = 1.0f / 12.0f;
-  vf* dy = scratch((long long)C2 * D * VB + 2LL * C2 * VB + (long long)(n2 + 1) * VB);  // (C2,D,VB)
+  vf* dy = scratch_vectors((long long)C2 * D * VB + 2LL * C2 * VB + (long long)(n2 + 1) * VB);  // (C2,D,VB)
   vf* c1 = dy + (long long)C2 * D * VB;  // (C2,VB)
   vf* c2 = c1 + (long long)C2 * VB;      // (C2,VB)
   vf* row = c2 + (long long)C2 * VB;     // (n2+1,VB): K's current row for every lane

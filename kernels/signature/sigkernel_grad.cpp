@@ -20,21 +20,13 @@
 #ifndef VB
 #define VB 2
 #endif
-#include <cstdlib>
+#include "kernels/common/scratch.hpp"
 
 typedef kf_storage T;  // fp32
 typedef kf_vf vf;
 
-static vf* scratch(long long vectors) {  // per thread, grown to the largest seen
-  static thread_local vf* buf = nullptr;
-  static thread_local long long cap = 0;
-  if (cap < vectors) {
-    std::free(buf);
-    buf = static_cast<vf*>(std::aligned_alloc(64, ((vectors * sizeof(vf) + 63) / 64) * 64));
-    cap = vectors;
-  }
-  return buf;
-}
+// Per-thread scratch of whole vectors.
+static vf* scratch_vectors(long long vectors) { return static_cast<vf*>(scratch(0, vectors * (long long)sizeof(vf))); }
 
 static void sigkernel_grad_block(const kf_ctx& c, const T* X, const T* Y, const T* GK, T* GX, T* GY, int B, int L1,
                                  int L2, int D, int DYADIC) {
@@ -44,7 +36,7 @@ static void sigkernel_grad_block(const kf_ctx& c, const T* X, const T* Y, const 
   const float scale = 1.0f / (float)(1 << (2 * DYADIC));  // exact: a power of two
   const float twelfth = 1.0f / 12.0f, sixth = 1.0f / 6.0f;
   const long long ncoef = (long long)(C1 + 1) * P * VB;
-  vf* dx = scratch((long long)(C1 + C2) * D * VB + 4 * ncoef + (n1 + 1) * W * VB + 2 * (W + 1) * VB +
+  vf* dx = scratch_vectors((long long)(C1 + C2) * D * VB + 4 * ncoef + (n1 + 1) * W * VB + 2 * (W + 1) * VB +
                    (long long)(C1 + C2) * D * VB);
   vf* dy = dx + (long long)C1 * D * VB;  // (C2,D,VB)
   vf* A = dy + (long long)C2 * D * VB;   // (C1+1,C2+1,VB): a per coarse cell, zero padding

@@ -9,11 +9,12 @@
 //
 // Each row's strip is accumulated in CW = NV * VW columns of registers per pass over the row's
 // nonzeros: acc += values[p] * B[col_idx[p], j:j+CW]; tail columns one vector then one float at
-// a time. The accumulation order per element is the row's order, so results are deterministic.
+// a time (kernels/common/csr_rows.hpp). The accumulation order per element is the row's order,
+// so results are deterministic.
 //
 // Parameters (#defines): BN columns per strip, NV vectors per register tile, VW floats per
 // vector (0: the widest the compiler targets), RBLOCKS row blocks.
-#define CW (NV * KF_VW)
+#include "kernels/common/csr_rows.hpp"  // CW, csr_rows
 
 // The first row whose cost prefix row_ptr[r] + r reaches `target` (rows 0..M).
 static int first_row_at(const float* row_ptr, int M, double target) {
@@ -34,32 +35,7 @@ static void spmm_block(const kf_ctx& ctx, const float* row_ptr, const float* col
   const double total = (double)row_ptr[M] + M;
   const int r0 = b == 0 ? 0 : first_row_at(row_ptr, M, total * b / nb);
   const int r1 = b == nb - 1 ? M : first_row_at(row_ptr, M, total * (b + 1) / nb);
-  for (int r = r0; r < r1; ++r) {
-    const int p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];
-    float* c = C + (long long)r * N + n0;
-    const float* bcol = B + n0;
-    int j = 0;
-    for (; j + CW <= nc; j += CW) {
-      kf_vf acc[NV] = {};
-      for (int p = p0; p < p1; ++p) {
-        const kf_vf a = kf_splat(values[p]);
-        const float* brow = bcol + (long long)(int)col_idx[p] * N + j;
-        for (int v = 0; v < NV; ++v) acc[v] += a * kf_load(brow + v * KF_VW);
-      }
-      for (int v = 0; v < NV; ++v) kf_store(c + j + v * KF_VW, acc[v]);
-    }
-    for (; j + KF_VW <= nc; j += KF_VW) {
-      kf_vf acc = {};
-      for (int p = p0; p < p1; ++p)
-        acc += kf_splat(values[p]) * kf_load(bcol + (long long)(int)col_idx[p] * N + j);
-      kf_store(c + j, acc);
-    }
-    for (; j < nc; ++j) {
-      float acc = 0;
-      for (int p = p0; p < p1; ++p) acc += values[p] * bcol[(long long)(int)col_idx[p] * N + j];
-      c[j] = acc;
-    }
-  }
+  csr_rows(row_ptr, col_idx, values, B, C, N, r0, r1, n0, nc);
 }
 
 KF_KERNEL(spmm, spmm_block)
