@@ -79,10 +79,12 @@ std::string kernel_line(const Access& a, const std::string& source_name) {
   while (std::getline(in, function) && std::getline(in, place)) {
     place = place.substr(0, place.find(' '));  // drop " (discriminator 3)"
     const auto file = std::filesystem::path(place.substr(0, place.rfind(':'))).filename().string();
+    // The copy in the cache, or the kernel's own name where a `#line` put it back (a kernel
+    // whose headers kforge expands names its file that way).
+    const bool own = file == cached_source || file == source_name;
     const std::string here = fmt::format("in {} at {}:{}", function.substr(0, function.find('(')),
-                                         file == cached_source ? source_name : file,
-                                         place.substr(place.rfind(':') + 1));
-    if (file == cached_source) return here;
+                                         own ? source_name : file, place.substr(place.rfind(':') + 1));
+    if (own) return here;
     if (first.empty()) first = here;
   }
   return first.empty() ? "in the kernel at " + a.module + "+" + a.offset : first;
