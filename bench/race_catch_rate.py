@@ -7,7 +7,10 @@ many seeds rejected the kernel and by which check. A race shows by chance: the f
 the machine and on its load, so say which when quoting it.
 
     python3 bench/race_catch_rate.py [--kforge build/kforge] [--before /path/to/old/kforge]
-                                     [--seeds 20] [--modes thorough,quick] [--only NAME]
+                                     [--seeds 20] [--modes thorough,quick,tsan] [--only NAME]
+
+Mode `tsan` is `--thorough --tsan` (cpu kernels only): the checks column then says whether the
+ordinary checks (bound, determinism, ...) or ThreadSanitizer (`race`) caught each seed.
 """
 import argparse
 import collections
@@ -31,8 +34,10 @@ KERNELS = [  # (file, arguments, environment): each header's own command
 
 def run(kforge, file, args, env_extra, mode, seed):
     env = dict(os.environ, OPENBLAS_THREAD_TIMEOUT="4", **env_extra)
+    # tsan: thorough verification and then the ThreadSanitizer run (cpu kernels only)
+    flags = ["--thorough", "--tsan"] if mode == "tsan" else ["--" + mode]
     cmd = [kforge, "eval", "--problem", "gemm", "--source", os.path.join(WRONG, file), *args,
-           "--seed", str(seed), "--" + mode, "--json"]
+           "--seed", str(seed), *flags, "--json"]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     try:
         doc = json.loads(out.stdout)
@@ -59,18 +64,20 @@ def main():
         if a.only and a.only not in file:
             continue
         for mode in a.modes.split(","):
+            if mode == "tsan" and not file.endswith(".cpp"):
+                continue  # ThreadSanitizer sees cpu kernels only
             tally = {name: collections.Counter() for name, _ in binaries}
             t0 = time.time()
             for seed in range(1, a.seeds + 1):
                 for name, path in binaries:
                     verdict, check = run(path, file, args, env, mode, seed)
                     tally[name][verdict] += 1
-                    if verdict != "passed":
+                    if verdict == "caught":
                         tally[name]["check:" + check] += 1
             for name, _ in binaries:
                 t = tally[name]
                 checks = ", ".join(f"{k[6:]} {v}" for k, v in sorted(t.items()) if k.startswith("check:"))
-                print(f"| {file} | {mode} | {name} | {t['caught']}/{a.seeds}"
+                print(f"| {file} | {mode} | {name} | {t['caught']}/{a.seeds - t['error']}"
                       f"{' (+' + str(t['error']) + ' errors)' if t['error'] else ''} | {checks} |", flush=True)
             print(f"<!-- {file} {mode}: {time.time() - t0:.0f} s -->", flush=True)
 

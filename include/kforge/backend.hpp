@@ -124,6 +124,10 @@ struct BackendOptions {
   // first launch (PoCL opens a file then), so that a sandboxed worker launches with no file
   // opened. Set by kforge-worker only; not part of a request.
   bool load_before_launch = false;
+  // cpu: kernels built with -fsanitize=thread and each block of a launch run on a thread of its
+  // own (in waves of 64), so that ThreadSanitizer sees every pair of blocks as concurrent. Only
+  // for a process started with ThreadSanitizer's runtime preloaded (src/eval/tsan_probe.cpp).
+  bool tsan = false;
 };
 
 // The backends this build has, whether or not they can run here.

@@ -50,6 +50,18 @@ struct EvalKey {
   static EvalKey of(const EvalRequest& req, std::string_view fingerprint);
 };
 
+// The verification a verdict had, kept beside it (not in the key: one row per evaluation, the
+// newest wins) so that reuse can honour it (docs/verification.md, "Reusing a stored verdict"):
+// thorough or quick, trials, distributions, fuzzed shapes, determinism repeats, bitwise repeats,
+// the index_width check, the ThreadSanitizer run and the scalars the user fixed. The seed is left out: any seed is as
+// strong as another. What was asked, not what ran: a check skipped on this machine (index_width
+// "skipped: needs N GiB") is skipped again by the same request here, and the verdict says so.
+[[nodiscard]] nlohmann::json verification_level(const EvalRequest& req);
+// Why a verdict verified at `stored` may not answer a request that wants `wanted`; empty when it
+// may (an equal or stronger verification). A null `stored` (a row from before schema 3, an
+// imported one) is unknown: it answers no request.
+[[nodiscard]] std::string verification_shortfall(const nlohmann::json& stored, const nlohmann::json& wanted);
+
 // One evaluation as the database holds it.
 struct StoredEvaluation {
   std::int64_t id = 0, run_id = 0;
@@ -59,6 +71,7 @@ struct StoredEvaluation {
   std::string error;
   double compile_s = 0;
   nlohmann::json verify;  // the verification verdict; null when none ran
+  nlohmann::json verification;  // verification_level() of its request; null: unknown
   std::optional<double> median_s, min_s, mean_s, stdev_s;
   std::vector<double> samples;  // every timing sample, seconds, in the order measured
   std::string baseline_name;
@@ -114,7 +127,7 @@ struct StoreQuery {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
   enum class Mode { read_write, read_only };
 
   // Opens (read_write: creating it and its folder) and checks the schema version, migrating an
@@ -136,7 +149,13 @@ class Store {
   // Many evaluations in one transaction (imports): all or none.
   void record_all(std::int64_t run_id, const std::vector<StoredEvaluation>& es);
 
+  // The evaluation stored under `k`, whatever verification it had.
   [[nodiscard]] std::optional<StoredEvaluation> find(const EvalKey& k) const;
+  // What resume uses: the evaluation of `req` on the machine if its verdict may answer `req`:
+  // verified as strongly as `req` asks (verification_shortfall), or stopped before verification
+  // (invalid_config, compile_error, not_supported), which no verification changes.
+  [[nodiscard]] std::optional<StoredEvaluation> find_reusable(const EvalRequest& req,
+                                                              std::string_view fingerprint) const;
   [[nodiscard]] std::optional<StoredEvaluation> evaluation(std::int64_t id) const;
   [[nodiscard]] std::vector<StoredEvaluation> evaluations(const StoreQuery& q = {}) const;
   [[nodiscard]] std::vector<RunInfo> runs() const;

@@ -73,6 +73,11 @@ struct VerifyOptions {
   // Empty: the backend cannot, and the check is skipped. Throws std::bad_alloc when the address
   // space is short. Set by the caller; not part of the JSON.
   std::function<KernelOutput(const Instance& live, const Sizes& wide, bool poison_inout)> call_wide;
+  // After a passed thorough verification of a cpu candidate in a worker (evaluate_isolated), a
+  // second worker runs it once more built with ThreadSanitizer, each block on a thread of its
+  // own; a data race with an access in the kernel's code makes it `nondeterministic` (check
+  // `race`). `--tsan`; docs/verification.md, "ThreadSanitizer".
+  bool tsan = false;
   [[nodiscard]] int trial_count() const { return trials > 0 ? trials : thorough ? 3 : 2; }
 };
 
@@ -142,7 +147,7 @@ struct VerifyReport {
   Comparison worst;               // the failing comparison, or the one with the largest bound ratio
   std::string worst_distribution;
   std::vector<CheckResult> checks;
-  [[nodiscard]] bool nondeterministic() const { return failed_check == "determinism"; }
+  [[nodiscard]] bool nondeterministic() const { return failed_check == "determinism" || failed_check == "race"; }
   [[nodiscard]] nlohmann::json to_json() const;
   static VerifyReport from_json(const nlohmann::json& j);
 };

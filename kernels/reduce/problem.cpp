@@ -52,6 +52,16 @@ class Reduce final : public Problem {
                        " is too long for argmax: indices are fp32 values, exact up to 16777216");
   }
 
+  // The index_width check, axis 1 only: X (M,N) with M*N = 2^31 + 2^15 elements, so row 2^16
+  // starts at flat index 2^31 where a 32-bit i*N + j wraps; the last two rows are live. A zero
+  // row's sum, max and argmax are all 0, the promise the check needs. Axis 0 has none: zero
+  // rows added to a column change its max and its argmax.
+  WideIndexShape wide_index_shape(const Sizes& requested) const override {
+    (void)requested;
+    if (axis_ != 1) return {};
+    return {{{"M", (1 << 16) + 1}, {"N", 1 << 15}}, {{"M", 2}, {"N", 1 << 15}}};
+  }
+
   // sum: any order of n additions errs by at most gamma_n * sum|x|; max and argmax are exact.
   void reference(const Instance& in, std::vector<std::vector<double>>& out,
                  std::vector<std::vector<double>>& mag) const override {

@@ -12,7 +12,7 @@ namespace kforge::cli {
 namespace {
 struct EvalOptions : InstanceOptions {
   std::string source, lang, spec, entry, grid, block;
-  bool bench = false;
+  bool bench = false, tsan = false;
   double timeout_s = 120;
   double memory_gib = 8;
 };
@@ -86,6 +86,9 @@ void add_eval(CLI::App& app, int& code) {
   cmd->add_flag("--bench", o->bench, "time it after it passes");
   cmd->add_option("--timeout", o->timeout_s, "seconds before the worker is killed")->capture_default_str();
   cmd->add_option("--memory", o->memory_gib, "GiB of address space the worker may use")->capture_default_str();
+  cmd->add_flag("--tsan", o->tsan, "thorough verification of a cpu kernel also runs it built with ThreadSanitizer, "
+                "each block on a thread of its own: a data race in its code is `nondeterministic`, check `race` "
+                "(a second worker, without the address-space limit; docs/verification.md)");
   auto no_sandbox = std::make_shared<bool>(false);
   cmd->add_flag("--no-sandbox", *no_sandbox,
                 "run the kernel without the worker's seccomp sandbox (for debugging; "
@@ -98,6 +101,10 @@ void add_eval(CLI::App& app, int& code) {
     req.verify.index_width = o->index_width != 0;  // an outside source: on unless --no-index-width
     req.bench = o->bench;
     req.baseline = o->bench;
+    if (o->tsan && o->quick) throw UsageError("--tsan is a thorough check: drop --quick");
+    if (o->tsan && backend != "cpu")
+      throw UsageError("--tsan sees cpu kernels only (this source runs on " + backend + "): drop --tsan");
+    req.verify.tsan = o->tsan;
     const auto r = evaluate_isolated(req, {.timeout_s = o->timeout_s,
                                            .memory_bytes = static_cast<long long>(o->memory_gib * (1ll << 30)),
                                            .sandbox = !*no_sandbox});

@@ -15,7 +15,7 @@ void TuneRecorder::attach(TuneOptions& o) {
   o.lookup = [this](const EvalRequest& req) -> std::optional<EvalResult> {
     started_[req.params] = utc_timestamp();
     if (fresh_) return std::nullopt;
-    const auto hit = store_.find(EvalKey::of(req, fingerprint_));
+    const auto hit = store_.find_reusable(req, fingerprint_);
     if (!hit) return std::nullopt;
     ++resumed_;
     return hit->to_result();

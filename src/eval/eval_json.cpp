@@ -21,7 +21,8 @@ nlohmann::json EvalRequest::to_json() const {
           {"verify", {{"thorough", verify.thorough}, {"trials", verify.trials}, {"distributions", dists},
                       {"seed", verify.seed}, {"fuzz_shapes", verify.fuzz_shapes},
                       {"determinism_runs", verify.determinism_runs}, {"bitwise_repeats", verify.bitwise_repeats},
-                      {"index_width", verify.index_width}}},
+                      {"index_width", verify.index_width}, {"tsan", verify.tsan}}},
+          {"tsan_build", backend_options.tsan},
           {"bench", bench},
           {"measure", {{"warmup", measure.warmup}, {"min_repetitions", measure.min_repetitions},
                        {"max_repetitions", measure.max_repetitions}, {"min_time_s", measure.min_time_s},
@@ -53,6 +54,8 @@ EvalRequest EvalRequest::from_json(const nlohmann::json& j) {
   r.verify.determinism_runs = v.value("determinism_runs", r.verify.determinism_runs);
   r.verify.bitwise_repeats = v.value("bitwise_repeats", r.verify.bitwise_repeats);
   r.verify.index_width = v.value("index_width", r.verify.index_width);
+  r.verify.tsan = v.value("tsan", false);
+  r.backend_options.tsan = j.value("tsan_build", false);
   r.verify.distributions.clear();
   for (const auto& d : v.at("distributions")) r.verify.distributions.push_back(parse_distribution(d.get<std::string>()));
   r.bench = j.at("bench");

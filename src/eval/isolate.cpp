@@ -12,6 +12,7 @@
 #include "kforge/error.hpp"
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
+#include "eval/tsan_probe.hpp"
 #include "kforge/sandbox.hpp"
 #include "verify/progress.hpp"
 
@@ -100,7 +101,12 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
     try {
       j = nlohmann::json::parse(p.out);
       if (j.contains("problem_error")) throw ProblemError(j.at("problem_error").get<std::string>());
-      if (!j.contains("usage_error")) return EvalResult::from_json(j);
+      if (!j.contains("usage_error")) {
+        EvalResult r = EvalResult::from_json(j);
+        // VerifyOptions::tsan: a passed thorough verdict of a kernel goes to the race worker too.
+        if (sent.verify.tsan && sent.verify.thorough && r.passed()) probe_races(sent, limits, worker_path(), r);
+        return r;
+      }
       refused = j.at("usage_error").get<std::string>();
     } catch (const ProblemError&) {
       throw;  // the problem file's fault, not the kernel's: the command exits 2

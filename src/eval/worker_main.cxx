@@ -1,5 +1,6 @@
 // kforge-worker: evaluates one request (JSON on stdin) and prints the result (JSON on stdout).
 // It exists so that an untrusted kernel can only ever crash this process, never its caller.
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,6 +15,22 @@
 #include "kforge/util.hpp"
 #include "problem/native_host.hpp"
 #include "verify/progress.hpp"
+
+namespace {
+
+// The race worker (src/eval/tsan_probe.cpp) runs with ThreadSanitizer's runtime preloaded. To
+// name the modules in a report it reads /proc/self/maps, which the sandbox forbids; asked once
+// for a module now, with the kernel loaded, it keeps the list (until the next dlopen: none).
+void fill_tsan_module_list() {
+  using Lookup = int (*)(void* pc, char* module, std::size_t size, void** offset);
+  const auto lookup = reinterpret_cast<Lookup>(dlsym(RTLD_DEFAULT, "__sanitizer_get_module_and_offset_for_pc"));
+  if (!lookup) return;
+  char module[256];
+  void* offset = nullptr;
+  (void)lookup(reinterpret_cast<void*>(&fill_tsan_module_list), module, sizeof module, &offset);
+}
+
+}  // namespace
 
 // `kforge-worker --no-sandbox` (kforge eval --no-sandbox) or KFORGE_NO_SANDBOX=1 runs the kernel
 // without the seccomp filter, for debugging a kernel that the sandbox stops.
@@ -60,7 +77,10 @@ int main(int argc, char** argv) {
     // launch could not be tried here (no GPU).
     std::function<void()> enter;
     if (sandbox && (req.backend == "cpu" || req.backend == "opencl"))
-      enter = [] { kforge::enter_sandbox(); };
+      enter = [tsan = req.backend_options.tsan] {
+        if (tsan) fill_tsan_module_list();
+        kforge::enter_sandbox();
+      };
     out = kforge::evaluate(req, *backend, enter).to_json();
   } catch (const kforge::ProblemError& e) {
     out = {{"problem_error", e.what()}};  // the problem's fault: the caller exits 2, not "crashed"

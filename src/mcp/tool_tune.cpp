@@ -41,7 +41,7 @@ struct Journal {
     }
     if (!fresh)
       to.lookup = [this](const EvalRequest& req) -> std::optional<EvalResult> {
-        const auto hit = store->find(EvalKey::of(req, fingerprint));
+        const auto hit = store->find_reusable(req, fingerprint);
         if (!hit) return std::nullopt;
         ++resumed;
         return hit->to_result();

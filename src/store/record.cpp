@@ -56,6 +56,7 @@ StoredEvaluation StoredEvaluation::from(const EvalRequest& req, const EvalResult
   e.error = r.error;
   e.compile_s = r.compile_s;
   if (r.verify) e.verify = r.verify->to_json();
+  e.verification = verification_level(req);
   if (r.timing) {
     e.median_s = r.timing->median_s;
     e.min_s = r.timing->min_s;
@@ -110,6 +111,7 @@ nlohmann::json StoredEvaluation::to_json() const {
           {"error", error},
           {"compile_s", compile_s},
           {"verify", verify},
+          {"verification", verification},
           {"median_s", opt(median_s)},
           {"min_s", opt(min_s)},
           {"mean_s", opt(mean_s)},

@@ -1,4 +1,4 @@
-// Schema version 1 and the migration check. Each entry of kMigrations takes the schema from
+// The schema (versions 1 to 3) and the migration check. Each entry of kMigrations takes the schema from
 // version i to i + 1; a new version appends one entry and never edits an old one.
 #include "store/schema.hpp"
 
@@ -80,6 +80,12 @@ CREATE TABLE agent_attempts (
   UNIQUE (run_id, candidate_hash)
 );
 CREATE INDEX agent_attempts_by_run ON agent_attempts (run_id, attempt);
+)SQL",
+    // 2 -> 3: the verification each verdict had (verification_level(), JSON), so that resume
+    // reuses a verdict only for an equal or weaker verification. Rows from before stay NULL:
+    // unknown, reused by no request (they are evaluated again and replaced).
+    R"SQL(
+ALTER TABLE evaluations ADD COLUMN verification TEXT;
 )SQL",
 };
 

@@ -18,7 +18,7 @@ namespace store {
 const char* const kEvaluationColumns =
     "id, run_id, problem, sizes, dtype, kernel, source_hash, params, backend, device, fingerprint, "
     "disposition, error, compile_s, verify, median_s, min_s, mean_s, stdev_s, samples, "
-    "baseline_name, baseline_median_s, gflops, sol_fraction, started, finished, result, extra";
+    "baseline_name, baseline_median_s, gflops, sol_fraction, started, finished, result, extra, verification";
 
 StoredEvaluation read_evaluation(const sql::Stmt& s) {
   StoredEvaluation e;
@@ -44,6 +44,7 @@ StoredEvaluation read_evaluation(const sql::Stmt& s) {
   e.finished = s.text(25);
   e.result = nlohmann::json::parse(s.text(26));
   e.extra = nlohmann::ordered_json::parse(s.text(27));
+  if (!s.is_null(28)) e.verification = nlohmann::json::parse(s.text(28));
   return e;
 }
 
@@ -55,9 +56,9 @@ constexpr const char* kUpsert = R"SQL(
 INSERT INTO evaluations (run_id, problem, sizes, dtype, kernel, source_hash, params, backend,
   device, fingerprint, disposition, error, compile_s, verify, median_s, min_s, mean_s, stdev_s,
   repetitions, samples, baseline_name, baseline_median_s, gflops, sol_fraction, started, finished,
-  result, extra)
+  result, extra, verification)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
-  ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)
+  ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)
 ON CONFLICT (problem, sizes, dtype, source_hash, params, backend, fingerprint) DO UPDATE SET
   run_id = excluded.run_id, kernel = excluded.kernel, device = excluded.device,
   disposition = excluded.disposition, error = excluded.error, compile_s = excluded.compile_s,
@@ -66,7 +67,7 @@ ON CONFLICT (problem, sizes, dtype, source_hash, params, backend, fingerprint) D
   samples = excluded.samples, baseline_name = excluded.baseline_name,
   baseline_median_s = excluded.baseline_median_s, gflops = excluded.gflops,
   sol_fraction = excluded.sol_fraction, started = excluded.started, finished = excluded.finished,
-  result = excluded.result, extra = excluded.extra
+  result = excluded.result, extra = excluded.extra, verification = excluded.verification
 RETURNING id
 )SQL";
 
@@ -102,6 +103,8 @@ std::int64_t upsert(sql::Stmt& s, std::int64_t run_id, const StoredEvaluation& e
       .bind(26, finished)
       .bind(27, e.result.is_null() ? "{}" : e.result.dump())
       .bind(28, e.extra.dump());
+  if (e.verification.is_null()) s.bind(29, std::nullopt);
+  else s.bind(29, e.verification.dump());
   if (!s.step()) throw StoreError("evaluation was not stored (no id returned)");
   const std::int64_t id = s.integer(0);
   while (s.step()) {
@@ -179,6 +182,16 @@ std::optional<StoredEvaluation> Store::find(const EvalKey& k) const {
   s.bind(6, k.backend).bind(7, k.fingerprint);
   if (!s.step()) return std::nullopt;
   return store::read_evaluation(s);
+}
+
+std::optional<StoredEvaluation> Store::find_reusable(const EvalRequest& req, std::string_view fingerprint) const {
+  auto hit = find(EvalKey::of(req, fingerprint));
+  if (!hit) return std::nullopt;
+  const std::string& d = hit->disposition;
+  const bool before_verification = d == "invalid_config" || d == "compile_error" || d == "not_supported";
+  if (before_verification || verification_shortfall(hit->verification, verification_level(req)).empty())
+    return hit;
+  return std::nullopt;
 }
 
 std::optional<StoredEvaluation> Store::evaluation(std::int64_t id) const {

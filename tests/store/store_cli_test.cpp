@@ -127,5 +127,21 @@ TEST(StoreCli, DbListShowExportImportAndBenchReadTheStore) {
   EXPECT_EQ(suite.at("benchmarks")[0].at("params"), best_params);
 }
 
+// The store keeps the verification each verdict had (docs/verification.md, "Reusing a stored
+// verdict"): tune's quick candidates do not answer a thorough tune; its thoroughly re-verified
+// winner does, and everything answers a quick tune afterwards.
+TEST(StoreCli, AThoroughTuneReusesOnlyThoroughVerdicts) {
+  const auto db = test::fresh_db("cli-verification");
+  const std::string tune = "tune " + kInstance + " --strategy brute --budget 2 --db " + db.string() + " --json";
+  const json quick = parse_or_fail(kforge_cli(tune));
+  ASSERT_EQ(quick.size(), 1u);
+  EXPECT_EQ(quick[0].at("store").at("resumed"), 0);
+  const json thorough = parse_or_fail(kforge_cli(tune + " --thorough"));
+  ASSERT_EQ(thorough.size(), 1u);
+  EXPECT_EQ(thorough[0].at("store").at("resumed"), 1) << "only the winner was verified thoroughly";
+  const json again = parse_or_fail(kforge_cli(tune));
+  EXPECT_EQ(again[0].at("store").at("resumed"), 2) << "thorough verdicts answer a quick tune";
+}
+
 }  // namespace
 }  // namespace kforge

@@ -60,12 +60,15 @@ TEST(StoreJournal, AVersionOneDatabaseMigratesWithItsEvaluations) {
   {  // back to version 1: as an older kforge left it
     sqlite3* h = nullptr;
     ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(h, "DROP TABLE agent_attempts; PRAGMA user_version = 1", nullptr, nullptr, nullptr),
+    ASSERT_EQ(sqlite3_exec(h,
+                           "DROP TABLE agent_attempts; ALTER TABLE evaluations DROP COLUMN verification; "
+                           "PRAGMA user_version = 1",
+                           nullptr, nullptr, nullptr),
               SQLITE_OK);
     sqlite3_close(h);
   }
   Store s(db);
-  EXPECT_EQ(s.schema_version(), 2);
+  EXPECT_EQ(s.schema_version(), Store::kSchemaVersion);
   EXPECT_EQ(s.evaluations().size(), 1u);
   EXPECT_TRUE(s.agent_attempts(1).empty());
   s.record_attempt(attempt(1, 1, "a", "passed"));

@@ -134,6 +134,7 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(const BackendOptions& o)
       : threads_(o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
         march_(cpu_march()),
+        tsan_(o.tsan),
         pool_(std::make_unique<cpu::ThreadPool>(threads_)) {}
 
   std::string name() const override { return "cpu"; }
@@ -168,6 +169,8 @@ class CpuBackend final : public Backend {
     const std::string source = expand_kernel_includes(kernel_source, source_name);
     std::vector<std::string> argv{compiler(), "-march=" + march_};  // in the cache key below
     for (const char* f : kFlags) argv.emplace_back(f);
+    // -g: ThreadSanitizer's reports name the kernel's lines (tsan_probe.cpp reads them).
+    if (tsan_) argv.insert(argv.end(), {"-fsanitize=thread", "-g"});
     for (const auto& [k, v] : defines) argv.push_back("-D" + k + "=" + v);
     std::string key = prelude_text() + '\0' + source;
     for (const auto& a : argv) key += '\0' + a;
@@ -230,7 +233,7 @@ class CpuBackend final : public Backend {
     }
     const std::int64_t blocks = g.grid.x * g.grid.y * g.grid.z;
     widen_for_reversal(blocks);
-    const int workers = pool_->size();
+    const int workers = tsan_ ? static_cast<int>(std::min<std::int64_t>(blocks, kWidestPool)) : pool_->size();
     const Entry entry = m.entry;
     fp_change_.clear();
     std::atomic<bool> fp_changed{false};
@@ -254,7 +257,8 @@ class CpuBackend final : public Backend {
     };
     const std::function<void(std::int64_t, int)> body = std::ref(block);  // held by reference: no allocation
     const auto t0 = std::chrono::steady_clock::now();
-    pool_->run(blocks, body);
+    if (tsan_) run_on_own_threads(blocks, body);
+    else pool_->run(blocks, body);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
@@ -288,6 +292,27 @@ class CpuBackend final : public Backend {
  private:
   static constexpr int kWidestPool = 64;  // threads: 64 stacks of address space at most
 
+  // The ThreadSanitizer build's launch: each block on a thread of its own, at most kWidestPool
+  // alive at once: block b starts once block b - kWidestPool is joined. ThreadSanitizer sees the
+  // pool's hand-offs (atomics in uninstrumented code) as no synchronisation at all, and two
+  // blocks run one after another on one pool thread as ordered; fresh threads give it exactly
+  // the grid's contract: blocks fewer than kWidestPool apart are unordered, the launch's start
+  // and end are ordered (thread creation and join). The pool's promise holds (a block starts
+  // after every lower one has, and kWidestPool consecutive blocks run at once: a row barrier
+  // never deadlocks). Not seen: a race between blocks kWidestPool or more apart in the grid
+  // (ordered through the join and the next creation).
+  static void run_on_own_threads(std::int64_t blocks, const std::function<void(std::int64_t, int)>& body) {
+    std::vector<std::thread> alive(static_cast<std::size_t>(std::min<std::int64_t>(blocks, kWidestPool)));
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const int slot = static_cast<int>(b % kWidestPool);
+      auto& t = alive[static_cast<std::size_t>(slot)];
+      if (t.joinable()) t.join();
+      t = std::thread([&body, b, slot] { body(b, slot); });
+    }
+    for (auto& t : alive)
+      if (t.joinable()) t.join();
+  }
+
   // Blocks can only run out of order within the window of blocks claimed at once, one per
   // thread. With 4n+3 threads a race between block i and block i+w for w beyond that window
   // (the two K-slices of a split-K over 2w row bands) never overlaps, and on a small machine
@@ -304,6 +329,7 @@ class CpuBackend final : public Backend {
 
   int threads_;  // the ordinary schedule's
   std::string march_;  // -march= for every kernel: "native" or $KFORGE_CPU_MARCH
+  bool tsan_;          // BackendOptions::tsan: the ThreadSanitizer build and launch
   std::unique_ptr<cpu::ThreadPool> pool_;
   std::uint64_t delays_ = 0;  // the schedule's start-delay seed; 0: the ordinary schedule
   bool reverse_ = false;      // its blocks start in a mostly reversed order

@@ -1,0 +1,98 @@
+// ThreadSanitizer in thorough mode (`kforge eval --tsan`, src/eval/tsan_probe.cpp): the race
+// worker names the two racing accesses of tests/verify/wrong/race_split_k.cpp by source line,
+// whatever the schedule happened to be, and flags nothing in a correct kernel.
+#include <gtest/gtest.h>
+
+#include "eval/tsan_probe.hpp"
+#include "kforge/problem.hpp"
+#include "kforge/util.hpp"
+#include "test_util.hpp"
+
+namespace kforge {
+namespace {
+
+std::string worker() {
+  return (std::filesystem::path(KFORGE_CLI_PATH).parent_path() / "kforge-worker").string();
+}
+
+// A gemm candidate for the cpu backend, as `kforge eval --source PATH --grid GRID --params ...`
+// would make it.
+EvalRequest candidate(const std::string& path, const std::string& grid, const ParamValues& params,
+                      const Sizes& sizes) {
+  const auto p = find_problem("gemm");
+  const nlohmann::json spec = {{"problem", "gemm"}, {"name", "candidate"}, {"lang", "cpp"},
+                               {"grid", {grid}},    {"dtypes", {"fp32"}}};
+  KernelSpec k = KernelSpec::from_json_with_source(spec, read_file(path));
+  k.source_path = path;
+  for (const auto& [name, v] : params) {
+    k.params.push_back({name, {v}});
+    k.defaults[name] = v;
+  }
+  EvalRequest r;
+  r.problem = "gemm";
+  r.kernel = k;
+  r.sizes = p->resolve_sizes(sizes);
+  r.backend = "cpu";
+  r.verify.tsan = true;
+  return r;
+}
+
+// What the ordinary worker returns for a kernel whose verification passed.
+EvalResult passed_verdict(const EvalRequest& req) {
+  EvalResult r;
+  r.disposition = Disposition::passed;
+  r.sizes = req.sizes;
+  r.verify = VerifyReport{};
+  r.verify->passed = true;
+  return r;
+}
+
+const nlohmann::json* race_check(const nlohmann::json& checks) {
+  for (const auto& c : checks)
+    if (c.at("name") == "race") return &c;
+  return nullptr;
+}
+
+TEST(TsanRace, TheRaceWorkerNamesTheTwoAccessesOfSplitK) {
+  if (tsan_runtime().empty()) GTEST_SKIP() << "no ThreadSanitizer runtime in this build";
+  const std::string src = std::string(KFORGE_TEST_DATA) + "/../verify/wrong/race_split_k.cpp";
+  const EvalRequest req = candidate(src, "KS", {{"KS", 4}}, {{"M", 24}, {"N", 20}, {"K", 36}});
+  EvalResult r = passed_verdict(req);
+  probe_races(req, {.timeout_s = 120}, worker(), r);  // sandboxed, as evaluate_isolated runs it
+  ASSERT_TRUE(r.verify);
+  EXPECT_EQ(r.disposition, Disposition::nondeterministic)
+      << (r.verify->checks.empty() ? std::string("no race check") : r.verify->checks.back().detail);
+  EXPECT_EQ(r.verify->failed_check, "race");
+  // Both accesses named in the candidate's own file: its read-copy of C and its write-back.
+  const std::string& e = r.error;
+  const auto first = e.find("race_split_k.cpp:");
+  ASSERT_NE(first, std::string::npos) << e;
+  EXPECT_NE(e.find("race_split_k.cpp:", first + 1), std::string::npos) << e;
+  EXPECT_NE(e.find("write of size 4"), std::string::npos) << e;
+  std::printf("[ race ] %s\n", e.c_str());
+}
+
+TEST(TsanRace, ACorrectKernelIsNotFlaggedEndToEnd) {
+  if (tsan_runtime().empty()) GTEST_SKIP() << "no ThreadSanitizer runtime in this build";
+  // Three blocks of 16 rows and a tail block: every pair of blocks runs concurrently.
+  const auto r = test::kforge_cli("eval --problem gemm --lang cpp --source " + test::data_path("naive_gemm.cpp") +
+                                  " --grid 'ceil_div(M,16)' --size M=57,N=23,K=19 --no-index-width --tsan --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto j = test::parse_or_fail(r);
+  EXPECT_EQ(j.at("disposition"), "passed");
+  const auto* c = race_check(j.at("verify").at("checks"));
+  ASSERT_NE(c, nullptr) << j.at("verify").at("checks").dump();
+  EXPECT_TRUE(c->at("passed").get<bool>());
+  EXPECT_NE(c->at("detail").get<std::string>().find("no data race"), std::string::npos) << c->dump();
+}
+
+TEST(TsanRace, TsanIsRefusedWhereItCannotRun) {
+  const std::string base = "eval --problem gemm --lang cpp --source " + test::data_path("naive_gemm.cpp") +
+                           " --grid 'ceil_div(M,16)' --size M=16,N=16,K=16 --tsan";
+  const auto quick = test::kforge_cli(base + " --quick");
+  EXPECT_EQ(quick.exit_code, 2);
+  EXPECT_NE(quick.err.find("--tsan is a thorough check"), std::string::npos) << quick.err;
+}
+
+}  // namespace
+}  // namespace kforge
