@@ -9,6 +9,10 @@ namespace kforge {
 struct ProcessLimits {
   double timeout_s = 0;         // wall clock; 0 means none. The child is SIGKILLed past it.
   long long memory_bytes = 0;   // address-space limit (RLIMIT_AS); 0 means none
+  // Where larger: the hard limit, which the child may raise its own limit to for a run that
+  // needs it (verification's index_width run) and lower again; the soft limit stays
+  // memory_bytes for everything else.
+  long long memory_hard_bytes = 0;
 };
 
 struct ProcessResult {

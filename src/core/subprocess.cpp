@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "kforge/subprocess.hpp"
 
 #include <fcntl.h>
@@ -39,7 +40,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
     dup2(err_pipe[1], 2);
     setpgid(0, 0);  // its own group, so a timeout kills whatever it started too
     if (limits.memory_bytes > 0) {
-      rlimit rl{static_cast<rlim_t>(limits.memory_bytes), static_cast<rlim_t>(limits.memory_bytes)};
+      const long long hard = std::max(limits.memory_bytes, limits.memory_hard_bytes);
+      rlimit rl{static_cast<rlim_t>(limits.memory_bytes), static_cast<rlim_t>(hard)};
       setrlimit(RLIMIT_AS, &rl);
     }
     rlimit no_core{0, 0};

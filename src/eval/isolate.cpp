@@ -53,8 +53,8 @@ WorkerStderr split_progress(const std::string& err) {
 }
 
 // The address space the index_width check maps on top of the limit (issue 24 allows raising
-// it for this check): every tensor at the problem's wide sizes, mostly never touched. 0 when the
-// request does not run the check.
+// it for this check; the worker does so for that run alone): every tensor at the problem's wide
+// sizes, mostly never touched. 0 when the request does not run the check.
 long long wide_index_bytes(const EvalRequest& req) {
   // Problem files declare no wide shape (and are not loaded twice here).
   if (!req.verify.thorough || !req.verify.index_width || req.backend != "cpu" || !req.problem_file.empty())
@@ -78,8 +78,10 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
   // The CUDA driver reserves address space far beyond any physical memory (unified
   // addressing), so an address-space limit would make cuInit fail: a CUDA worker gets only the
   // timeout, and the device's own memory bounds what its kernel can take.
-  const long long memory = req.backend == "cuda" || limits.memory_bytes <= 0 ? 0
-                                                                             : limits.memory_bytes + wide_index_bytes(req);
+  const long long memory = req.backend == "cuda" || limits.memory_bytes <= 0 ? 0 : limits.memory_bytes;
+  // The index_width run's extra address space is the hard limit only: the worker raises its
+  // own limit for that run and lowers it after (verify.cpp), so every other run keeps the limit.
+  const long long memory_hard = memory > 0 ? memory + wide_index_bytes(req) : 0;
   // A problem loaded from a file in this process is loaded again by the worker, from its path.
   EvalRequest sent = req;
   if (sent.problem_file.empty()) {
@@ -92,7 +94,8 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
   std::vector<std::string> argv{worker_path()};
   if (!limits.sandbox) argv.emplace_back("--no-sandbox");
   const ProcessResult p = run_process(argv, sent.to_json().dump(),
-                                      {.timeout_s = limits.timeout_s, .memory_bytes = memory});
+                                      {.timeout_s = limits.timeout_s, .memory_bytes = memory,
+                                       .memory_hard_bytes = memory_hard});
   std::string unreadable, refused;
   const WorkerStderr err = split_progress(p.err);
   const std::string during = err.last_run.empty() ? "" : " during verification run: " + err.last_run;

@@ -44,6 +44,28 @@ std::size_t reference_cache_budget() {
   return budget;
 }
 
+// For the index_width run alone: the address-space limit raised to its hard limit (an isolated
+// worker is started with the wide run's extra space as the hard limit only, isolate.cpp), and
+// put back after, so that every other run of the kernel keeps the ordinary limit.
+class RaisedAddressSpace {
+ public:
+  RaisedAddressSpace() {
+    if (getrlimit(RLIMIT_AS, &saved_) != 0 || saved_.rlim_cur == saved_.rlim_max) return;
+    rlimit raised = saved_;
+    raised.rlim_cur = saved_.rlim_max;
+    raised_ = setrlimit(RLIMIT_AS, &raised) == 0;
+  }
+  ~RaisedAddressSpace() {
+    if (raised_) (void)setrlimit(RLIMIT_AS, &saved_);
+  }
+  RaisedAddressSpace(const RaisedAddressSpace&) = delete;
+  RaisedAddressSpace& operator=(const RaisedAddressSpace&) = delete;
+
+ private:
+  rlimit saved_{};
+  bool raised_ = false;
+};
+
 }  // namespace
 
 std::shared_ptr<const Reference> reference_for(const Problem& p, const Instance& inst,
@@ -435,6 +457,7 @@ class Protocol {
     // The worker's crash report names this run by its first word (isolate.cpp).
     verify_progress(fmt::format("index_width: {} at {}, {} inputs, seed {}", context, sizes_text(w.sizes),
                                 distribution_name(d), o_.seed));
+    const RaisedAddressSpace wide_room;  // until the wide run's outputs are compared and freed
     KernelOutput out;
     try {
       out = o_.call_wide(live, w.sizes, !p_.reads_inout(live));

@@ -89,6 +89,22 @@ TEST(Isolation, MemoryHogIsCrashedUnderTheLimit) {
   EXPECT_FALSE(r.error.empty());
 }
 
+// The index_width run maps its wide tensors beyond the memory limit: the worker may raise its
+// own limit for that run alone. Every other run keeps the limit (a kernel reserving 3 GiB under
+// a 1 GiB limit aborts), and the wide run still gets its room (a correct kernel passes it).
+TEST(Isolation, OnlyTheIndexWidthRunGoesBeyondTheMemoryLimit) {
+  EvalRequest req = request_for("reserves_3gib.cpp");
+  ASSERT_TRUE(req.verify.index_width);
+  const EvalResult r = evaluate_isolated(req, {.timeout_s = 120, .memory_bytes = 1ll << 30});
+  EXPECT_EQ(r.disposition, Disposition::crashed) << r.error;
+  const EvalResult ok = evaluate_isolated(request_for("naive_gemm.cpp"), {.timeout_s = 120, .memory_bytes = 1ll << 30});
+  ASSERT_EQ(ok.disposition, Disposition::passed) << ok.error;
+  bool wide_ran = false;
+  for (const auto& c : ok.verify->checks)
+    if (c.name == "index_width") wide_ran = c.passed && c.detail.rfind("passed at", 0) == 0;
+  EXPECT_TRUE(wide_ran) << "the index_width run did not get its room under the limit";
+}
+
 TEST(Isolation, SyntaxErrorIsCompileErrorWithTheCompilersWords) {
   const EvalResult r = run("syntax_error.cpp");
   ASSERT_EQ(r.disposition, Disposition::compile_error) << r.error;
