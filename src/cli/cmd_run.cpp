@@ -4,6 +4,7 @@
 #include "cli/common.hpp"
 #include "cli/compare.hpp"
 #include "cli/measure_flags.hpp"
+#include "eval/tsan_probe.hpp"
 #include "kforge/backend.hpp"
 #include "kforge/error.hpp"
 
@@ -28,12 +29,17 @@ void add_run(CLI::App& app, int& code, const char* name, const char* help, bool 
   }
   auto store = std::make_shared<BenchStoreOptions>();  // bench: tuned parameters from the store
   if (bench) store->add_to(*cmd);
-  cmd->callback([o, no_baseline, bench, store, measure, compare, &code] {
+  auto tsan = std::make_shared<bool>(false);
+  if (!bench)
+    cmd->add_flag("--tsan", *tsan, "cpu, thorough: after a pass, run the kernel once more built with ThreadSanitizer, "
+                                   "each block on a thread of its own; a data race is `nondeterministic`, check `race`");
+  cmd->callback([o, no_baseline, bench, store, measure, compare, tsan, &code] {
     if (!compare->empty()) {
       code = compare_result_files((*compare)[0], (*compare)[1], o->json);
       return;
     }
     if (o->problem.empty()) throw UsageError("name a problem (see `kforge list`), or --compare A.json B.json");
+    if (*tsan && o->quick) throw UsageError("--tsan is a thorough check: drop --quick");
     std::vector<ParamsSource> sources;
     const auto problem = find_problem(o->problem);
     std::vector<EvalResult> results;
@@ -46,7 +52,13 @@ void add_run(CLI::App& app, int& code, const char* name, const char* help, bool 
       if (bench) measure->apply(req.measure);
       if (bench) sources.push_back(store->choose(req, *backend, o->params));
       // A problem file's kernels are not kforge's own: they run in an isolated worker.
-      results.push_back(problem->source_file().empty() ? evaluate(req, *backend) : evaluate_isolated(req));
+      if (*tsan && name == "cpu") req.verify.tsan = true;  // other backends: the race worker sees cpu kernels only
+      if (!problem->source_file().empty()) {
+        results.push_back(evaluate_isolated(req));  // the race worker runs inside, after a pass
+        continue;
+      }
+      results.push_back(evaluate(req, *backend));
+      if (req.verify.tsan && results.back().passed()) probe_races(req, {.timeout_s = 600}, worker_path(), results.back());
     }
     if (bench) print_results_with_source(results, sources, o->json);
     else print_results(results, o->json, bench);

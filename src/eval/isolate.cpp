@@ -19,17 +19,6 @@
 namespace kforge {
 namespace {
 
-std::string worker_path() {
-  if (const char* w = std::getenv("KFORGE_WORKER"); w && *w) return w;
-  std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const auto beside = self.parent_path() / "kforge-worker";
-    if (std::filesystem::exists(beside)) return beside.string();
-  }
-  return KFORGE_WORKER_PATH;
-}
-
 std::string tail(const std::string& s, std::size_t n = 2000) {
   return s.size() <= n ? s : "..." + s.substr(s.size() - n);
 }
@@ -73,6 +62,17 @@ long long wide_index_bytes(const EvalRequest& req) {
 }
 
 }  // namespace
+
+std::string worker_path() {
+  if (const char* w = std::getenv("KFORGE_WORKER"); w && *w) return w;
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto beside = self.parent_path() / "kforge-worker";
+    if (std::filesystem::exists(beside)) return beside.string();
+  }
+  return KFORGE_WORKER_PATH;
+}
 
 EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limits) {
   // The CUDA driver reserves address space far beyond any physical memory (unified

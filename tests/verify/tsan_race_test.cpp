@@ -86,6 +86,23 @@ TEST(TsanRace, ACorrectKernelIsNotFlaggedEndToEnd) {
   EXPECT_NE(c->at("detail").get<std::string>().find("no data race"), std::string::npos) << c->dump();
 }
 
+// `kforge verify --tsan`: a library kernel (run in this process) goes to the race worker after
+// its pass, on cpu only: the multi-block library gemm at odd sizes is not flagged.
+TEST(TsanRace, VerifyOfALibraryKernelRunsTheRaceWorker) {
+  if (tsan_runtime().empty()) GTEST_SKIP() << "no ThreadSanitizer runtime in this build";
+  const auto r = test::kforge_cli("verify gemm --backend cpu --size M=101,N=150,K=45 --params MC=24,NC=64 --tsan --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto j = test::parse_or_fail(r);
+  if (j.is_array()) j = j.at(0);
+  EXPECT_EQ(j.at("disposition"), "passed");
+  const auto* c = race_check(j.at("verify").at("checks"));
+  ASSERT_NE(c, nullptr) << j.at("verify").at("checks").dump();
+  EXPECT_TRUE(c->at("passed").get<bool>());
+  EXPECT_NE(c->at("detail").get<std::string>().find("no data race"), std::string::npos) << c->dump();
+  const auto quick = test::kforge_cli("verify gemm --backend cpu --quick --tsan");
+  EXPECT_EQ(quick.exit_code, 2);
+}
+
 TEST(TsanRace, TsanIsRefusedWhereItCannotRun) {
   const std::string base = "eval --problem gemm --lang cpp --source " + test::data_path("naive_gemm.cpp") +
                            " --grid 'ceil_div(M,16)' --size M=16,N=16,K=16 --tsan";
