@@ -30,23 +30,19 @@ more threads the peer's CPU time sums its threads, so the column is left empty).
   OPENBLAS_THREAD_TIMEOUT=4 python3 bench/sigkernel_grad_vs_peers.py --build build --rounds 3 --reps 3
 """
 import argparse
-import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_venv  # noqa: E402
+from signature_bench import kforge_bench, spread, sigkernel_ref  # noqa: E402
 
 # B x L1 x L2 x D x DYADIC
 CONFIGS = ["32x64x64x4x0", "32x64x64x4x1", "16x128x128x8x0", "64x33x100x3x2"]
 
-
-def spread(v):
-    return f"{statistics.median(v):.4g} ({min(v):.4g}..{max(v):.4g})"
 
 
 def paths(np, rng, b, length, d):
@@ -54,20 +50,6 @@ def paths(np, rng, b, length, d):
     x = np.concatenate([np.zeros((b, 1, d)), np.cumsum(inc, axis=1)], axis=1)
     return np.ascontiguousarray(x, dtype=np.float32)
 
-
-def sigkernel_ref(np, x, y, dyadic):
-    """One pair's scheme in double (the problem's reference, kernels/signature/problem.cpp)."""
-    dx, dy = np.diff(x, axis=0), np.diff(y, axis=0)
-    g = (dx @ dy.T) / 4.0 ** dyadic
-    g = np.repeat(np.repeat(g, 2 ** dyadic, axis=0), 2 ** dyadic, axis=1)
-    row = np.ones(g.shape[1] + 1)
-    for i in range(g.shape[0]):
-        new = np.ones_like(row)
-        for j in range(g.shape[1]):
-            a = g[i, j]
-            new[j + 1] = (new[j] + row[j + 1]) * (1 + a / 2 + a * a / 12) - row[j] * (1 - a * a / 12)
-        row = new
-    return row[-1]
 
 
 def check_same_scheme(np, pysiglib, x, y, dyadic):
@@ -90,14 +72,6 @@ def check_same_scheme(np, pysiglib, x, y, dyadic):
         if err > 1e-3 * np.max(np.abs(fd)):
             raise SystemExit(f"pysiglib's gradient is not the scheme's (max error {err:.3g}, scale {np.max(np.abs(fd)):.3g})")
 
-
-def kforge_bench(build, sizes, threads):
-    out = subprocess.run([os.path.join(build, "kforge"), "bench", "sigkernel_grad", "--backend", "cpu", "--size", sizes,
-                          "--quick", "--no-baseline", "--json", "--threads", str(threads)],
-                         check=True, capture_output=True, text=True).stdout
-    r = json.loads(out)
-    r = r[0] if isinstance(r, list) else r
-    return r["median_s"], r.get("sol_fraction", 0.0)
 
 
 def time_it(run, reps):
@@ -148,7 +122,7 @@ def main():
         cpu = {n: [] for n in peers}
         sol = []
         for _ in range(args.rounds):
-            kt, ks = kforge_bench(args.build, sizes, args.threads)
+            kt, ks = kforge_bench(args.build, "sigkernel_grad", sizes, args.threads)
             t["kforge"].append(kt), sol.append(ks)
             for n, run in peers.items():
                 wall, c = time_it(run, args.reps)

@@ -17,31 +17,19 @@ peer time / kforge time per round; medians and (min..max) over rounds, with the 
   OPENBLAS_THREAD_TIMEOUT=4 python3 bench/signature_grad_vs_peers.py --build build --rounds 3 --reps 3
 """
 import argparse
-import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_venv  # noqa: E402
+from signature_bench import kforge_bench, spread  # noqa: E402
 
 CONFIGS = ["32x128x4x3", "32x128x4x4", "32x128x4x5", "16x64x8x4"]
 
 
-def spread(v):
-    return f"{statistics.median(v):.4g} ({min(v):.4g}..{max(v):.4g})"
-
-
-def kforge_bench(build, sizes, threads):
-    out = subprocess.run([os.path.join(build, "kforge"), "bench", "signature_grad", "--backend", "cpu", "--size", sizes,
-                          "--quick", "--no-baseline", "--json", "--threads", str(threads)],
-                         check=True, capture_output=True, text=True).stdout
-    r = json.loads(out)
-    r = r[0] if isinstance(r, list) else r
-    return r["median_s"], r.get("sol_fraction", 0.0)
 
 
 def time_it(run, reps):
@@ -86,7 +74,7 @@ def main():
         t = {n: [] for n in ["kforge"] + list(peers)}
         sol = []
         for _ in range(args.rounds):
-            kt, ks = kforge_bench(args.build, sizes, args.threads)
+            kt, ks = kforge_bench(args.build, "signature_grad", sizes, args.threads)
             t["kforge"].append(kt), sol.append(ks)
             outs = {}
             for n, run in peers.items():

@@ -18,7 +18,6 @@ into kforge; a peer that does not install or import is reported and skipped.
   OPENBLAS_THREAD_TIMEOUT=4 python3 bench/signature_vs_peers.py --build build --rounds 3
 """
 import argparse
-import json
 import math
 import os
 import statistics
@@ -28,13 +27,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_venv  # noqa: E402
+from signature_bench import kforge_bench, spread, sigkernel_ref  # noqa: E402
 
 SIG_CONFIGS = ["128x256x4x3", "128x256x4x4", "128x256x4x5", "128x256x4x6", "32x128x8x4", "32x128x8x5"]
 KER_CONFIGS = ["32x32x64x4x0", "32x32x64x4x1", "16x16x256x8x0"]
 
-
-def spread(v):
-    return f"{statistics.median(v):.4g} ({min(v):.4g}..{max(v):.4g})"
 
 
 def paths(np, b, length, d, seed):
@@ -73,21 +70,6 @@ def install(name):
         print(f"# {name}: pip install failed: {r.stderr[-300:].strip()}")
 
 
-def sigkernel_ref(np, x, y, dyadic):
-    """One pair's scheme in double (the problem's reference, kernels/signature/problem.cpp)."""
-    x, y = x.astype(np.float64), y.astype(np.float64)
-    dx, dy = np.diff(x, axis=0), np.diff(y, axis=0)
-    g = (dx @ dy.T) / 4.0 ** dyadic
-    g = np.repeat(np.repeat(g, 2 ** dyadic, axis=0), 2 ** dyadic, axis=1)
-    row = np.ones(g.shape[1] + 1)
-    for i in range(g.shape[0]):
-        new = np.ones_like(row)
-        for j in range(g.shape[1]):
-            a = g[i, j]
-            new[j + 1] = (new[j] + row[j + 1]) * (1 + a / 2 + a * a / 12) - row[j] * (1 - a * a / 12)
-        row = new
-    return row[-1]
-
 
 def load_peers(wanted):
     peers = {}
@@ -122,14 +104,6 @@ def ker_peer(np, name, mod, x, y, dyadic, threads):
         return None
     return (lambda: gram(x, y, dyadic_order=dyadic, n_jobs=threads)), (lambda out: np.asarray(out))
 
-
-def kforge_bench(build, problem, sizes, threads):
-    out = subprocess.run([os.path.join(build, "kforge"), "bench", problem, "--backend", "cpu", "--size", sizes,
-                          "--quick", "--no-baseline", "--json", "--threads", str(threads)],
-                         check=True, capture_output=True, text=True).stdout
-    r = json.loads(out)
-    r = r[0] if isinstance(r, list) else r
-    return r["median_s"], r.get("sol_fraction", 0.0)
 
 
 def time_it(run, reps):
