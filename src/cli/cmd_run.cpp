@@ -5,6 +5,7 @@
 #include "cli/compare.hpp"
 #include "cli/measure_flags.hpp"
 #include "eval/tsan_probe.hpp"
+#include "eval/worker_path.hpp"
 #include "kforge/backend.hpp"
 #include "kforge/error.hpp"
 

@@ -13,6 +13,7 @@
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
 #include "eval/tsan_probe.hpp"
+#include "eval/worker_path.hpp"
 #include "kforge/sandbox.hpp"
 #include "verify/progress.hpp"
 

@@ -26,8 +26,4 @@ namespace kforge {
 void probe_races(const EvalRequest& sent, const IsolationLimits& limits, const std::string& worker,
                  EvalResult& r);
 
-// The kforge-worker binary: $KFORGE_WORKER, else the one beside this executable, else the
-// build's (isolate.cpp).
-[[nodiscard]] std::string worker_path();
-
 }  // namespace kforge
