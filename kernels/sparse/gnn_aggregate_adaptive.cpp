@@ -20,9 +20,10 @@
 // sum is a regrouping of the row's terms, so each output still carries only its row's terms'
 // rounding: the problem's per-row bound holds on every path.
 //
-// Grid: (ceil(N / BN) column strips) x (ceil(M / RT) row tiles + SPLITS splitter blocks).
+// Grid: (ceil(N / BN) column strips) x (min(ceil(M / RT), RBLOCKS) blocks of whole row tiles, of
+// equal work by the cost prefix row_ptr[r] + r as gnn_aggregate.cpu's, + SPLITS splitter blocks).
 // Parameters (#defines): BN columns per strip, NV vectors per register tile, VW floats per
-// vector (0: widest), RT rows per tile, DENSE_PERMILLE the dense block's threshold (0: always,
+// vector (0: widest), RT rows per tile, RBLOCKS blocks of tiles, DENSE_PERMILLE the dense block's threshold (0: always,
 // 1001: never), SPLITS splitter blocks (0: no row is long), LONG_PERMILLE a long row's share of
 // all edges in 1/1000 (0 with SPLITS > 0: every row with an edge is edge-parallel).
 #include <atomic>
@@ -73,16 +74,16 @@ static void dense_tile(bool gcn, const float* row_ptr, const float* H, float* ou
 }
 
 // Rows [r0, r0 + nr) but the long ones: the dense block or CSR, by the subgraph's density.
+// mark (M ints, all -1 on entry and on return): a column's place in the tile's union; cols: the
+// union (room for M). Both thread-local, passed as pointers: a thread_local touched per edge in
+// a kernel loaded with dlopen costs a __tls_get_addr call per access (the CSR-only variant ran
+// 1.6-4.4x slower in the bench that way).
 static void tile_block(bool gcn, const float* row_ptr, const float* col_idx, const float* H, float* out, int M,
-                       int N, int r0, int nr, int n0, int nc) {
-  thread_local std::vector<int> mark;  // column -> its place in the tile's union; -1 outside it
-  thread_local std::vector<int> cols;
-  if ((int)mark.size() < M) mark.assign(M, -1);
-  cols.clear();
+                       int N, int r0, int nr, int n0, int nc, int* mark, int* cols) {
   const double total = row_ptr[M];
   bool skip[RT] = {};
   long long nnz = 0;
-  int rows = 0;
+  int rows = 0, U = 0;
   for (int i = 0; i < nr; ++i) {
     const int r = r0 + i, p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];
     skip[i] = is_long(row_ptr, r, total);
@@ -90,10 +91,9 @@ static void tile_block(bool gcn, const float* row_ptr, const float* col_idx, con
     ++rows, nnz += p1 - p0;
     for (int p = p0; p < p1; ++p) {
       const int c = (int)col_idx[p];
-      if (mark[c] < 0) mark[c] = (int)cols.size(), cols.push_back(c);
+      if (mark[c] < 0) mark[c] = U, cols[U++] = c;
     }
   }
-  const int U = (int)cols.size();
   if (U > 0 && (double)nnz * 1000.0 >= (double)DENSE_PERMILLE * rows * U) {
     float* w = scratch_floats(0, (long long)U * RT);
     for (long long e = 0; e < (long long)U * RT; ++e) w[e] = 0.0f;
@@ -106,11 +106,11 @@ static void tile_block(bool gcn, const float* row_ptr, const float* col_idx, con
         w[(long long)mark[c] * RT + i] = gnn_weight(gcn, row_ptr, len_r, c);  // no column twice in a row
       }
     }
-    for (int c : cols) mark[c] = -1;
-    dense_tile(gcn, row_ptr, H, out, N, r0, nr, skip, cols.data(), U, w, n0, nc);
+    for (int u = 0; u < U; ++u) mark[cols[u]] = -1;
+    dense_tile(gcn, row_ptr, H, out, N, r0, nr, skip, cols, U, w, n0, nc);
     return;
   }
-  for (int c : cols) mark[c] = -1;
+  for (int u = 0; u < U; ++u) mark[cols[u]] = -1;
   for (int i = 0; i < nr; ++i)
     if (!skip[i])
       gnn_edges(gcn, row_ptr, col_idx, H, N, r0 + i, (int)row_ptr[r0 + i], (int)row_ptr[r0 + i + 1], true, n0, nc,
@@ -193,18 +193,38 @@ static void split_block(bool gcn, const float* row_ptr, const float* col_idx, co
   }
 }
 
+// The first row whose cost prefix row_ptr[r] + r reaches `target` (gnn_aggregate.cpp's split).
+static int first_row_at(const float* row_ptr, int M, double target) {
+  int lo = 0, hi = M;
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if ((double)row_ptr[mid] + mid < target) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 static void gnn_adaptive_block(const kf_ctx& ctx, const float* row_ptr, const float* col_idx, const float* H,
                                float* out, int M, int N, int NNZ, float pattern, float kind) {
   (void)NNZ, (void)pattern;
   const bool gcn = kind == 0.0f;
   const int n0 = (int)ctx.block_idx.x * BN, nc = N - n0 < BN ? N - n0 : BN;
-  const long long tiles = (M + RT - 1) / RT, y = ctx.block_idx.y;
-  if (y >= tiles) {
-    split_block(gcn, row_ptr, col_idx, H, out, M, N, ctx.block_idx.x, ctx.grid_dim.x, (int)(y - tiles), n0, nc);
+  const long long nb = ctx.grid_dim.y - SPLITS, y = ctx.block_idx.y;
+  if (y >= nb) {
+    split_block(gcn, row_ptr, col_idx, H, out, M, N, ctx.block_idx.x, ctx.grid_dim.x, (int)(y - nb), n0, nc);
     return;
   }
-  const int r0 = (int)y * RT, nr = M - r0 < RT ? M - r0 : RT;
-  tile_block(gcn, row_ptr, col_idx, H, out, M, N, r0, nr, n0, nc);
+  // Block y: the whole tiles whose rows' cost prefix falls in its share of the work (a tile per
+  // block would cost the pool more hand-offs than a small tile's work).
+  const double total = (double)row_ptr[M] + M;
+  const int r0 = y == 0 ? 0 : first_row_at(row_ptr, M, total * y / nb) / RT * RT;
+  const int r1 = y == nb - 1 ? M : first_row_at(row_ptr, M, total * (y + 1) / nb) / RT * RT;
+  thread_local std::vector<int> mark, cols;
+  if ((int)mark.size() < M) mark.assign(M, -1), cols.resize(M);
+  int* const mk = mark.data();
+  int* const cl = cols.data();
+  for (int t = r0; t < r1; t += RT)
+    tile_block(gcn, row_ptr, col_idx, H, out, M, N, t, M - t < RT ? M - t : RT, n0, nc, mk, cl);
 }
 
 KF_KERNEL(gnn_aggregate_adaptive, gnn_adaptive_block)
