@@ -2,7 +2,7 @@
 // across splitter blocks, each tile of RT rows a dense block or CSR by its subgraph's density)
 // against each fixed kernel: gnn_aggregate.cpu (the library default, CSR rows in work-balanced
 // blocks), the adaptive kernel forced to CSR row-split (DENSE_PERMILLE=1001, SPLITS=0), to the
-// dense block (DENSE_PERMILLE=0, SPLITS=0) and to COO edge-parallel (every row cut across
+// dense block (DENSE_PERMILLE=0, DENSE_KINDS=1, SPLITS=0) and to COO edge-parallel (every row cut across
 // --splits splitter blocks: LONG_PERMILLE=0).
 //
 // Graphs (M nodes, --degree edges a node on average; the library's generators unless said):
@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
       std::vector<Variant> v;
       v.push_back({"gnn_aggregate.cpu", compile(*backend, fixed, sizes, {}), {}});
       v.push_back({"csr-only", compile(*backend, adaptive, sizes, {{"DENSE_PERMILLE", 1001}, {"SPLITS", 0}}), {}});
-      v.push_back({"dense-only", compile(*backend, adaptive, sizes, {{"DENSE_PERMILLE", 0}, {"SPLITS", 0}}), {}});
+      v.push_back({"dense-only", compile(*backend, adaptive, sizes, {{"DENSE_PERMILLE", 0}, {"DENSE_KINDS", 1}, {"SPLITS", 0}}), {}});
       v.push_back({"edge-parallel-only", compile(*backend, adaptive, sizes, {{"LONG_PERMILLE", 0}, {"SPLITS", splits}}), {}});
       v.push_back({"adaptive", compile(*backend, adaptive, sizes, chosen), {}});
       for (auto& var : v) {  // each variant right before timing it

@@ -9,7 +9,7 @@
 //     the block that finishes a row's last piece (an atomic count) adds the pieces in block order
 //     and writes the row. No block waits for another, so any schedule works; the sum's order is
 //     fixed, so the result is the same every run.
-//   dense block: the tile's other rows and the union U of their columns form an rows x U
+//   dense block (GCN; the mean too with DENSE_KINDS 1): the tile's other rows and the union U of their columns form an rows x U
 //     subgraph; where its density nnz / (rows · U) is at least DENSE_PERMILLE / 1000 (rows that
 //     share neighbours: communities, block-sparse graphs), the weights go into a zeroed U x RT
 //     tile and each H row of the union is loaded once for all RT rows (RT x NV accumulators),
@@ -24,7 +24,8 @@
 // equal work by the cost prefix row_ptr[r] + r as gnn_aggregate.cpu's, + SPLITS splitter blocks).
 // Parameters (#defines): BN columns per strip, NV vectors per register tile, VW floats per
 // vector (0: widest), RT rows per tile, RBLOCKS blocks of tiles, DENSE_PERMILLE the dense block's threshold (0: always,
-// 1001: never), SPLITS splitter blocks (0: no row is long), LONG_PERMILLE a long row's share of
+// 1001: never), DENSE_KINDS 0: the dense block for GCN only (measured: it never paid for the
+// mean), 1: for both kinds, SPLITS splitter blocks (0: no row is long), LONG_PERMILLE a long row's share of
 // all edges in 1/1000 (0 with SPLITS > 0: every row with an edge is edge-parallel).
 #include <atomic>
 #include <mutex>
@@ -81,13 +82,17 @@ static void dense_tile(bool gcn, const float* row_ptr, const float* H, float* ou
 static void tile_block(bool gcn, const float* row_ptr, const float* col_idx, const float* H, float* out, int M,
                        int N, int r0, int nr, int n0, int nc, int* mark, int* cols) {
   const double total = row_ptr[M];
+  // The union is measured only where the dense block may be chosen: for GCN (its weights cost a
+  // sqrt and a division per edge and column chunk on the CSR path, once per tile on the dense
+  // one) or for both kinds with DENSE_KINDS 1; the mean's CSR path is cheaper than the union.
+  const bool measure = DENSE_PERMILLE <= 1000 && (gcn || DENSE_KINDS == 1);
   bool skip[RT] = {};
   long long nnz = 0;
   int rows = 0, U = 0;
   for (int i = 0; i < nr; ++i) {
     const int r = r0 + i, p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];
     skip[i] = is_long(row_ptr, r, total);
-    if (skip[i] || p1 == p0) continue;
+    if (!measure || skip[i] || p1 == p0) continue;
     ++rows, nnz += p1 - p0;
     for (int p = p0; p < p1; ++p) {
       const int c = (int)col_idx[p];

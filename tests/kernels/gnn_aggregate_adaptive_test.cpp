@@ -35,9 +35,9 @@ void expect_passes(Backend& backend, const Sizes& sizes, const ParamValues& para
   EXPECT_TRUE(r.passed()) << what << ", pattern " << pattern << ": " << test::describe(r);
 }
 
-const ParamValues kDenseOnly{{"DENSE_PERMILLE", 0}, {"SPLITS", 0}, {"RT", 4}, {"NV", 1}, {"BN", 32}};
+const ParamValues kDenseOnly{{"DENSE_PERMILLE", 0}, {"DENSE_KINDS", 1}, {"SPLITS", 0}, {"RT", 4}, {"NV", 1}, {"BN", 32}};
 const ParamValues kEdgeParallelOnly{{"SPLITS", 7}, {"LONG_PERMILLE", 0}, {"NV", 1}, {"BN", 32}};
-const ParamValues kAdaptive{{"SPLITS", 3}, {"LONG_PERMILLE", 25}, {"DENSE_PERMILLE", 400}, {"RT", 8}, {"NV", 2}, {"BN", 32}, {"VW", 8}};
+const ParamValues kAdaptive{{"SPLITS", 3}, {"LONG_PERMILLE", 25}, {"DENSE_PERMILLE", 400}, {"DENSE_KINDS", 1}, {"RT", 8}, {"NV", 2}, {"BN", 32}, {"VW", 8}};
 
 TEST(SparseGnnAdaptive, EveryPatternOnEachPathAndAdaptive) {
   auto backend = make_backend("cpu");
