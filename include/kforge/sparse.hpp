@@ -29,6 +29,30 @@ struct Coo {
   std::vector<double> values;          // (nnz)
 };
 
+// Blocked-ELL (cuSPARSE's blocked ELLPACK): A cut into `block` x `block` tiles; each of the
+// ceil(rows / block) block rows keeps the same number `ell_cols` of slots (the most nonzero
+// tiles any block row has), each slot a tile's block column (ascending within the block row) or
+// -1 (padding, after the tiles) and the tile's values, dense and row-major: zeros where A has
+// none, and past A's ragged last block row / column. A kernel reads it with no row pointer and
+// each tile's values contiguous; it pays for the zeros its tiles hold (fill() says how many).
+struct BlockedEll {
+  std::int64_t rows = 0, cols = 0, block = 1, ell_cols = 0;
+  std::vector<std::int64_t> block_col;  // (block_rows() * ell_cols): a tile's block column, or -1
+  std::vector<double> values;           // (block_rows() * ell_cols * block * block)
+  [[nodiscard]] std::int64_t block_rows() const { return block > 0 ? (rows + block - 1) / block : 0; }
+  // The stored cells that are nonzero, as a fraction of all stored cells (1 when none stored).
+  [[nodiscard]] double fill() const;
+};
+
+// CSR to blocked-ELL with `block` x `block` tiles (throws UsageError for block < 1). Every CSR
+// entry lands in its tile, explicit zeros included (as 0: a tile has no structure of its own).
+[[nodiscard]] BlockedEll to_blocked_ell(const Csr& a, std::int64_t block);
+// Blocked-ELL to CSR: every nonzero cell of the stored tiles inside the matrix, columns
+// ascending. CSR -> blocked-ELL -> CSR gives the same matrix back when A stores no explicit
+// zero (an explicit zero comes back absent). Throws UsageError naming a slot whose block column
+// is out of range, repeated in its block row, or whose values array has the wrong length.
+[[nodiscard]] Csr to_csr(const BlockedEll& a);
+
 // COO (any order) to CSR with columns ascending in each row; throws UsageError naming the first
 // duplicate (row, col) pair or an index out of range.
 [[nodiscard]] Csr to_csr(const Coo& a);

@@ -126,7 +126,9 @@ class GnnAggregate final : public SparseProblem {
 
   std::vector<std::string> kernel_specs() const override {
     return {"kernels/sparse/gnn_aggregate_cpu.json", "kernels/sparse/gnn_aggregate_opencl.json",
-            "kernels/sparse/gnn_aggregate_cuda.json"};
+            "kernels/sparse/gnn_aggregate_cuda.json",
+            // the density-adaptive kernel (a path per row tile, hubs edge-parallel) after gnn_aggregate.cpu: not the default
+            "kernels/sparse/gnn_aggregate_adaptive_cpu.json"};
   }
 
  protected:

@@ -165,6 +165,77 @@ Csr transpose(const Csr& a) {
   return to_csr(t);
 }
 
+double BlockedEll::fill() const {
+  if (values.empty()) return 1.0;
+  const auto nonzero = std::count_if(values.begin(), values.end(), [](double v) { return v != 0.0; });
+  return static_cast<double>(nonzero) / static_cast<double>(values.size());
+}
+
+BlockedEll to_blocked_ell(const Csr& a, std::int64_t block) {
+  if (block < 1) throw UsageError("blocked-ELL block size " + std::to_string(block) + " must be >= 1");
+  BlockedEll e;
+  e.rows = a.rows, e.cols = a.cols, e.block = block;
+  const std::int64_t brows = e.block_rows(), area = block * block;
+  std::vector<std::vector<std::int64_t>> tiles(brows);  // each block row's block columns, ascending
+  for (std::int64_t br = 0; br < brows; ++br) {
+    auto& t = tiles[br];
+    for (std::int64_t r = br * block; r < std::min(a.rows, (br + 1) * block); ++r)
+      for (std::int64_t p = a.row_ptr[r]; p < a.row_ptr[r + 1]; ++p) t.push_back(a.col_idx[p] / block);
+    std::sort(t.begin(), t.end());
+    t.erase(std::unique(t.begin(), t.end()), t.end());
+    e.ell_cols = std::max(e.ell_cols, static_cast<std::int64_t>(t.size()));
+  }
+  e.block_col.assign(brows * e.ell_cols, -1);
+  e.values.assign(brows * e.ell_cols * area, 0.0);
+  for (std::int64_t br = 0; br < brows; ++br) {
+    const auto& t = tiles[br];
+    std::copy(t.begin(), t.end(), e.block_col.begin() + br * e.ell_cols);
+    for (std::int64_t r = br * block; r < std::min(a.rows, (br + 1) * block); ++r)
+      for (std::int64_t p = a.row_ptr[r]; p < a.row_ptr[r + 1]; ++p) {
+        const std::int64_t c = a.col_idx[p];
+        const auto slot = std::lower_bound(t.begin(), t.end(), c / block) - t.begin();
+        e.values[(br * e.ell_cols + slot) * area + (r - br * block) * block + c % block] =
+            p < static_cast<std::int64_t>(a.values.size()) ? a.values[p] : 0.0;
+      }
+  }
+  return e;
+}
+
+Csr to_csr(const BlockedEll& a) {
+  if (a.block < 1) throw UsageError("blocked-ELL block size " + std::to_string(a.block) + " must be >= 1");
+  const std::int64_t brows = a.block_rows(), bcols = (a.cols + a.block - 1) / a.block, area = a.block * a.block;
+  if (static_cast<std::int64_t>(a.block_col.size()) != brows * a.ell_cols ||
+      static_cast<std::int64_t>(a.values.size()) != brows * a.ell_cols * area)
+    throw UsageError("blocked-ELL: block_col holds " + std::to_string(a.block_col.size()) + " slots and values " +
+                     std::to_string(a.values.size()) + " cells; a " + std::to_string(a.rows) + " x " +
+                     std::to_string(a.cols) + " matrix in " + std::to_string(a.block) + "-tiles with ell_cols=" +
+                     std::to_string(a.ell_cols) + " needs " + std::to_string(brows * a.ell_cols) + " and " +
+                     std::to_string(brows * a.ell_cols * area));
+  Coo c;
+  c.rows = a.rows, c.cols = a.cols;
+  for (std::int64_t br = 0; br < brows; ++br)
+    for (std::int64_t s = 0; s < a.ell_cols; ++s) {
+      const std::int64_t slot = br * a.ell_cols + s, bc = a.block_col[slot];
+      if (bc == -1) continue;
+      if (bc < 0 || bc >= bcols)
+        throw UsageError("blocked-ELL: block_col[" + std::to_string(slot) + "]=" + std::to_string(bc) +
+                         " (block row " + std::to_string(br) + ") is outside the " + std::to_string(bcols) +
+                         " block columns; use -1 for padding");
+      for (std::int64_t s2 = 0; s2 < s; ++s2)
+        if (a.block_col[br * a.ell_cols + s2] == bc)
+          throw UsageError("blocked-ELL: block row " + std::to_string(br) + " holds block column " +
+                           std::to_string(bc) + " twice (slots " + std::to_string(s2) + " and " + std::to_string(s) +
+                           "); merge the two tiles");
+      for (std::int64_t i = 0; i < a.block; ++i)
+        for (std::int64_t j = 0; j < a.block; ++j) {
+          const std::int64_t r = br * a.block + i, col = bc * a.block + j;
+          const double v = a.values[slot * area + i * a.block + j];
+          if (r < a.rows && col < a.cols && v != 0.0) c.row.push_back(r), c.col.push_back(col), c.values.push_back(v);
+        }
+    }
+  return to_csr(c);
+}
+
 void validate_sparse_vector(const std::string& what, const std::string& name, const double* idx, std::int64_t n,
                             std::int64_t length) {
   for (std::int64_t q = 0; q < n; ++q) {
@@ -248,7 +319,11 @@ Pattern pattern_from_name(const std::string& name) {
 
 Csr generate(Pattern p, std::int64_t rows, std::int64_t cols, std::int64_t nnz, std::uint64_t seed) {
   if (rows < 1 || cols < 1 || nnz < 0) throw UsageError("sparse::generate: rows and cols must be >= 1, nnz >= 0");
-  if (p == Pattern::pruned) return pruned(rows, cols, nnz, seed);
+  if (p == Pattern::pruned) {  // values left 0, as every pattern's (they were left empty)
+    Csr a = pruned(rows, cols, nnz, seed);
+    a.values.assign(a.nnz(), 0.0);
+    return a;
+  }
   std::vector<double> weight(rows, 1.0);
   std::vector<std::int64_t> cap(rows, cols);
   const bool holes = p == Pattern::empty_rows_cols;

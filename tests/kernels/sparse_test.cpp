@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 #include <string>
 
 #include "kforge/backend.hpp"
@@ -64,6 +65,82 @@ TEST(SparseFormat, ValidatorNamesTheIndex) {
   EXPECT_NE(check(rp, ci_range).find("col_idx[2]=5"), std::string::npos) << check(rp, ci_range);
   EXPECT_NE(check(rp, ci_frac).find("col_idx[1]=0.5"), std::string::npos) << check(rp, ci_frac);
   EXPECT_NE(check(rp, ci_dup).find("row 2 holds column 2 twice"), std::string::npos) << check(rp, ci_dup);
+}
+
+// A generated pattern with random nonzero values in (-2, -0.5] U [0.5, 2).
+sparse::Csr with_values(sparse::Csr a, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.5, 2.0);
+  a.values.resize(a.nnz());
+  for (auto& v : a.values) v = (rng() % 2 ? 1 : -1) * u(rng);
+  return a;
+}
+
+TEST(SparseFormat, BlockedEllRoundTripsEveryPatternAtRaggedEdges) {
+  for (int p = 0; p < sparse::kPatternCount; ++p)
+    for (const std::int64_t block : {1, 3, 4, 8}) {
+      const sparse::Csr a = with_values(sparse::generate(static_cast<Pattern>(p), 61, 47, 500, 5 + p), 11 * p + block);
+      const sparse::BlockedEll e = sparse::to_blocked_ell(a, block);
+      const std::string at = std::string(sparse::pattern_name(static_cast<Pattern>(p))) + ", block " + std::to_string(block);
+      ASSERT_EQ(e.block_rows(), (61 + block - 1) / block) << at;
+      ASSERT_EQ(e.block_col.size(), static_cast<std::size_t>(e.block_rows() * e.ell_cols)) << at;
+      ASSERT_EQ(e.values.size(), static_cast<std::size_t>(e.block_rows() * e.ell_cols * block * block)) << at;
+      for (std::int64_t br = 0; br < e.block_rows(); ++br)  // tiles ascending, padding after them
+        for (std::int64_t s = 1; s < e.ell_cols; ++s) {
+          const auto prev = e.block_col[br * e.ell_cols + s - 1], cur = e.block_col[br * e.ell_cols + s];
+          EXPECT_TRUE(cur == -1 || (prev != -1 && cur > prev)) << at << ", block row " << br << " slot " << s;
+        }
+      const sparse::Csr back = sparse::to_csr(e);
+      EXPECT_EQ(back.row_ptr, a.row_ptr) << at;
+      EXPECT_EQ(back.col_idx, a.col_idx) << at;
+      EXPECT_EQ(back.values, a.values) << at;
+      const double stored = static_cast<double>(e.values.size());
+      EXPECT_DOUBLE_EQ(e.fill(), stored > 0 ? static_cast<double>(a.nnz()) / stored : 1.0) << at;
+    }
+}
+
+TEST(SparseFormat, BlockedEllEmptyBlockRowsRaggedTilesAndFill) {
+  // 10 x 7 in 4-tiles: block rows {0-3, 4-7, 8-9}, block columns {0-3, 4-6}; block row 1 empty.
+  const sparse::Csr a = sparse::to_csr(sparse::Coo{10, 7, {0, 2, 9, 9}, {5, 1, 0, 6}, {1.5, -2, 3, 4}});
+  const sparse::BlockedEll e = sparse::to_blocked_ell(a, 4);
+  EXPECT_EQ(e.ell_cols, 2);
+  EXPECT_EQ(e.block_col, (std::vector<std::int64_t>{0, 1, -1, -1, 0, 1}));
+  for (std::int64_t s = 2; s < 4; ++s)  // the empty block row's padding holds zeros only
+    for (std::int64_t q = 0; q < 16; ++q) EXPECT_EQ(e.values[s * 16 + q], 0.0);
+  EXPECT_EQ(e.values[(0 * 2 + 1) * 16 + 0 * 4 + 1], 1.5);  // (0, 5): tile (0, 1), cell (0, 1)
+  EXPECT_EQ(e.values[(2 * 2 + 1) * 16 + 1 * 4 + 2], 4.0);  // (9, 6): tile (2, 1), cell (1, 2), on the ragged edge
+  const sparse::Csr back = sparse::to_csr(e);
+  EXPECT_EQ(back.row_ptr, a.row_ptr);
+  EXPECT_EQ(back.col_idx, a.col_idx);
+  EXPECT_EQ(back.values, a.values);
+  EXPECT_DOUBLE_EQ(e.fill(), 4.0 / 96.0);
+  // Block-sparse rows fill their tiles; uniform ones do not.
+  const auto fill = [](Pattern p) {
+    return sparse::to_blocked_ell(with_values(sparse::generate(p, 256, 256, 4096, 3), 4), 4).fill();
+  };
+  EXPECT_GT(fill(Pattern::block), 0.9);
+  EXPECT_LT(fill(Pattern::uniform), 0.3);
+  // An all-empty matrix: no slots at all.
+  const sparse::BlockedEll none = sparse::to_blocked_ell(sparse::generate(Pattern::uniform, 5, 5, 0, 1), 2);
+  EXPECT_EQ(none.ell_cols, 0);
+  EXPECT_EQ(sparse::to_csr(none).nnz(), 0);
+}
+
+TEST(SparseFormat, BlockedEllMalformedIsRefusedByName) {
+  const sparse::Csr a = with_values(sparse::generate(Pattern::uniform, 9, 9, 30, 2), 3);
+  EXPECT_NE(error_of([&] { (void)sparse::to_blocked_ell(a, 0); }).find("block size 0 must be >= 1"), std::string::npos);
+  sparse::BlockedEll e = sparse::to_blocked_ell(a, 3);
+  ASSERT_GE(e.ell_cols, 2);
+  sparse::BlockedEll range = e;
+  range.block_col[1] = 3;
+  EXPECT_NE(error_of([&] { (void)sparse::to_csr(range); }).find("block_col[1]=3 (block row 0) is outside the 3 block columns"),
+            std::string::npos) << error_of([&] { (void)sparse::to_csr(range); });
+  sparse::BlockedEll twice = e;
+  twice.block_col[1] = twice.block_col[0];
+  EXPECT_NE(error_of([&] { (void)sparse::to_csr(twice); }).find("holds block column"), std::string::npos);
+  sparse::BlockedEll shortv = e;
+  shortv.values.pop_back();
+  EXPECT_NE(error_of([&] { (void)sparse::to_csr(shortv); }).find("needs"), std::string::npos);
 }
 
 TEST(SparseGenerate, EveryPatternHoldsItsCountAndShape) {
