@@ -1,30 +1,51 @@
-// kforge's tuned GEMM against OpenBLAS sgemm, on the CPU backend (and PoCL's OpenCL device when
-// it is there), at several shapes. For each shape: a short tuning, then `--rounds` rounds in
-// which the winner and OpenBLAS are timed in alternation (measure_pair). The ratio of each round
-// is OpenBLAS's median over kforge's; the table shows the median ratio over rounds and its
-// spread (min..max), so a noisy neighbour shows up as spread, not as a wrong answer.
-// CPU timings are CPU timings: the figures describe this machine, not a GPU.
+// kforge's fp32 GEMM on the cpu backend against the fp32 GEMMs a user could call instead:
+// OpenBLAS's cblas_sgemm (kforge's baseline library), BLIS's bli_sgemm (Debian libblis-dev,
+// opened at run time with its symbols kept local, so it never replaces OpenBLAS's BLAS in this
+// process) and oneDNN's fp32 matmul (Debian libdnnl-dev, linked into this program only). C =
+// A*B (alpha 1, beta 0), row-major, every contestant on the same threads.
+//
+// kforge runs with the spec's default parameters ("kforge default") and, with --budget N, also
+// with the winner of an N-evaluation random tuning at the shape ("kforge tuned"). The default is
+// verified first at every shape up to 2048^3 (`kforge verify`, quick), the tuned one by the
+// tuning. Then `--rounds` rounds: in each, every contestant in turn runs at least `--min-calls`
+// calls and 0.2 s, and its round figure is the median call. Ratios are per round, the
+// contestant's time over kforge default's (above 1: kforge is faster), shown as the median over
+// rounds (min..max); "best peer" takes, per round, the fastest of the peers. "of peak" is
+// GFLOP/s over the measured fp32 FMA peak (`kforge ceilings`). CPU timings, this machine only.
+#include <cblas.h>
+#include <dlfcn.h>
+
 #include <algorithm>
-#include <cstdio>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "kernel_launcher.hpp"
 #include "kforge/backend.hpp"
 #include "kforge/error.hpp"
+#include "kforge/evaluate.hpp"
+#include "kforge/measure.hpp"
 #include "kforge/tune.hpp"
 #include "kforge/util.hpp"
+
+#ifdef KFORGE_BENCH_WITH_DNNL
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
 
 namespace {
 
 using namespace kforge;
-
-struct Row {
-  std::string backend, shape, params;
-  std::vector<double> ratios, kforge_gflops, blas_gflops;
-};
+using Clock = std::chrono::steady_clock;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -32,81 +53,224 @@ double median(std::vector<double> v) {
   return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string one;
+  in >> one;
+  return one;
+}
+
 Sizes parse_shape(const std::string& s) {  // "1024" or "1000x1000x999"
   std::vector<std::int64_t> d;
   for (const auto& part : split(s, 'x')) d.push_back(std::stoll(part));
   if (d.size() == 1) d = {d[0], d[0], d[0]};
-  if (d.size() != 3) throw UsageError("shape '" + s + "': use N or MxNxK");
+  if (d.size() != 3 || *std::min_element(d.begin(), d.end()) < 1)
+    throw UsageError("shape '" + s + "': use N or MxNxK, each at least 1");
   return {{"M", d[0]}, {"N", d[1]}, {"K", d[2]}};
 }
 
-Row run_shape(Backend& backend, const std::string& shape, int budget, int rounds, int threads) {
-  const auto problem = find_problem("gemm");
-  EvalRequest base;
-  base.problem = "gemm";
-  base.kernel = library_kernel(*problem, backend.lang());
-  base.sizes = parse_shape(shape);
-  base.backend = backend.name();
-  base.backend_options.threads = threads;
-  base.verify.trials = 1;
-  base.measure.max_time_s = 2.0;
-  const TuneResult t = tune(base, backend, {"random", budget, 1});
-  if (t.best < 0) throw std::runtime_error("no configuration of " + base.kernel.name + " passed at " + shape);
-
-  Row row{backend.name(), shape, "", {}, {}, {}};
-  EvalRequest req = base;
-  req.params = t.evaluations[t.best].params;
-  for (const auto& [k, v] : req.params) row.params += fmt::format("{}{}={}", row.params.empty() ? "" : ",", k, v);
-  req.bench = req.baseline = true;
-  const double flops = problem->flops(req.sizes);
-  for (int r = 0; r < rounds; ++r) {
-    const EvalResult e = evaluate(req, backend);
-    if (!e.passed() || !e.timing || !e.baseline) throw std::runtime_error("round failed: " + e.error);
-    row.ratios.push_back(e.speedup());
-    row.kforge_gflops.push_back(flops / e.timing->median_s * 1e-9);
-    row.blas_gflops.push_back(flops / e.baseline->median_s * 1e-9);
+double round_median(const std::function<void()>& call, int min_calls) {
+  std::vector<double> s;
+  const auto start = Clock::now();
+  while (static_cast<int>(s.size()) < min_calls || Clock::now() - start < std::chrono::milliseconds(200)) {
+    const auto t0 = Clock::now();
+    call();
+    s.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
-  return row;
+  return median(s);
+}
+
+// BLIS's typed API (blis.h: trans_t BLIS_NO_TRANSPOSE = 0, dim_t and inc_t 64-bit on x86-64),
+// declared here so that blis.h and its cblas.h never meet OpenBLAS's in this program.
+using BliSgemm = void (*)(int transa, int transb, std::int64_t m, std::int64_t n, std::int64_t k, const float* alpha,
+                          const float* a, std::int64_t rsa, std::int64_t csa, const float* b, std::int64_t rsb,
+                          std::int64_t csb, const float* beta, float* c, std::int64_t rsc, std::int64_t csc);
+struct Blis {
+  BliSgemm sgemm = nullptr;
+  std::string why;  // why it is absent
+};
+Blis open_blis(int threads) {
+#ifdef KFORGE_BLIS_LIBRARY
+  // RTLD_LOCAL | RTLD_DEEPBIND: BLIS's own BLAS symbols (sgemm_, cblas_sgemm) stay out of the
+  // global scope, and BLIS resolves its own calls to itself, not to OpenBLAS.
+  void* h = dlopen(KFORGE_BLIS_LIBRARY, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  if (!h) return {nullptr, std::string("dlopen ") + KFORGE_BLIS_LIBRARY + ": " + dlerror()};
+  auto set_threads = reinterpret_cast<void (*)(std::int64_t)>(dlsym(h, "bli_thread_set_num_threads"));
+  if (set_threads) set_threads(threads);
+  auto f = reinterpret_cast<BliSgemm>(dlsym(h, "bli_sgemm"));
+  return {f, f ? "" : "no bli_sgemm in " KFORGE_BLIS_LIBRARY};
+#else
+  (void)threads;
+  return {nullptr, "libblis-dev was not found when this program was configured (tools/install-deps)"};
+#endif
+}
+
+#ifdef KFORGE_BENCH_WITH_DNNL
+// oneDNN's fp32 matmul, row-major; the implementation it chose goes in the name.
+struct DnnlMatmul {
+  DnnlMatmul(int M, int N, int K) : eng(dnnl::engine::kind::cpu, 0), strm(eng) {
+    using dt = dnnl::memory::data_type;
+    using tag = dnnl::memory::format_tag;
+    const dnnl::memory::desc a({M, K}, dt::f32, tag::ab), b({K, N}, dt::f32, tag::ab), c({M, N}, dt::f32, tag::ab);
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), eng);
+    impl = pd.impl_info_str();
+    prim = dnnl::matmul(pd);
+    A = dnnl::memory(a, eng), B = dnnl::memory(b, eng), C = dnnl::memory(c, eng);
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal;
+    for (auto* m : {&A, &B}) {
+      auto* p = static_cast<float*>(m->get_data_handle());
+      std::generate(p, p + m->get_desc().get_size() / 4, [&] { return normal(rng); });
+    }
+  }
+  void run() {
+    prim.execute(strm, {{DNNL_ARG_SRC, A}, {DNNL_ARG_WEIGHTS, B}, {DNNL_ARG_DST, C}});
+    strm.wait();
+  }
+  dnnl::engine eng;
+  dnnl::stream strm;
+  dnnl::matmul prim;
+  dnnl::memory A, B, C;
+  std::string impl;
+};
+#endif
+
+struct Contestant {
+  std::string name;
+  bool peer;
+  std::function<void()> call;
+  std::vector<double> seconds;  // per round
+};
+
+std::string params_text(const ParamValues& p) {
+  std::string s;
+  for (const auto& [k, v] : p) s += fmt::format("{}{}={}", s.empty() ? "" : ",", k, v);
+  return s;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"kforge GEMM vs OpenBLAS sgemm (fp32, row-major), CPU timings"};
-  std::vector<std::string> shapes{"256", "1024", "2048", "1000x1000x999"};
-  std::vector<std::string> backends{"cpu", "opencl"};
-  int budget = 12, rounds = 5, threads = 0;
+  CLI::App app{"kforge fp32 GEMM (default and tuned) vs OpenBLAS, BLIS and oneDNN, CPU timings"};
+  std::vector<std::string> shapes{"512",          "1024",          "2048",       "4096",
+                                  "1009",         "1000x1000x999", "8192x64x1024", "2048x2048x32",
+                                  "257x383x129"};
+  std::string params_arg;
+  int budget = 0, rounds = 3, min_calls = 3, threads = 0;
   app.add_option("--shapes", shapes, "N for N^3, or MxNxK")->capture_default_str();
-  app.add_option("--backends", backends, "backends to run (skipped when absent)")->capture_default_str();
-  app.add_option("--budget", budget, "tuning evaluations per shape and backend")->capture_default_str();
-  app.add_option("--rounds", rounds, "interleaved kforge/OpenBLAS rounds per shape")->capture_default_str();
-  app.add_option("--threads", threads, "threads for both (0: all cores)")->capture_default_str();
+  app.add_option("--params", params_arg, "kforge's parameters instead of the spec's defaults, e.g. MR=12,NV=2");
+  app.add_option("--budget", budget, "also tune kforge at each shape with this many evaluations (0: default only)")
+      ->capture_default_str();
+  app.add_option("--rounds", rounds, "interleaved rounds per shape")->capture_default_str();
+  app.add_option("--min-calls", min_calls, "calls per contestant per round, at least (and 0.2 s)")->capture_default_str();
+  app.add_option("--threads", threads, "threads for every contestant (0: all cores)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
+  auto backend = make_backend("cpu", {.threads = threads});
+  const int nthreads = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
+  openblas_set_num_threads(nthreads);
+  // oneDNN and BLIS (Debian's OpenMP builds) take their threads from OpenMP.
+  if (auto omp_set = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) omp_set(nthreads);
+  const Blis blis = open_blis(nthreads);
+  const double peak = ceilings(*backend).flops_for(DType::fp32);
+  fmt::print(stderr, "cpu: {}\n  fp32 peak {:.0f} GFLOP/s (kforge ceilings); BLIS: {}\n", backend->device(), peak * 1e-9,
+             blis.sgemm ? "bli_sgemm" : blis.why);
+  const ParamValues given = params_arg.empty() ? ParamValues{} : parse_assignments(params_arg);
+  const std::map<std::string, double> plain{{"alpha", 1.0}, {"beta", 0.0}};
+
+  struct Row {
+    std::string shape, tuned;
+    double flops;
+    std::vector<Contestant> c;  // c[0]: kforge default
+  };
   std::vector<Row> rows;
-  for (const auto& name : backends) {
-    std::unique_ptr<Backend> backend;
-    try {
-      backend = make_backend(name, {.threads = threads});
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "skipping {}: {}\n", name, e.what());
-      continue;
+  for (const auto& shape : shapes) {
+    const Sizes sizes = parse_shape(shape);
+    const int M = static_cast<int>(sizes.at("M")), N = static_cast<int>(sizes.at("N")),
+              K = static_cast<int>(sizes.at("K"));
+    fmt::print(stderr, "  {} ...\n", shape);
+    EvalRequest req;
+    req.problem = "gemm";
+    req.kernel = library_kernel(*find_problem("gemm"), Lang::cpp, sizes);
+    req.sizes = sizes;
+    req.params = given;
+    req.backend = "cpu";
+    req.backend_options.threads = threads;
+    req.verify.thorough = false;
+    req.verify.trials = 1;
+    // The reference is a full product in double: above 2^33 multiply-adds (2048^3) it would
+    // take longer than the measurement, so larger shapes rely on the same code verified below.
+    if (static_cast<double>(M) * N * K > 0x1p33)
+      fmt::print(stderr, "    (not verified here: above 2^33 multiply-adds)\n");
+    else if (const EvalResult e = evaluate(req, *backend); !e.passed())
+      throw std::runtime_error("kforge gemm failed verification at " + shape + ": " + e.error);
+
+    Row row{shape, "", 2.0 * M * N * K, {}};
+    auto kd = std::make_shared<bench::KernelLauncher>(*backend, "gemm", sizes, DType::fp32, given, plain);
+    row.c.push_back({"kforge default", false, [kd] { kd->launch(); }, {}});
+    if (budget > 0) {
+      req.measure.max_time_s = 1.0;
+      const TuneResult t = tune(req, *backend, {"random", budget, 1});
+      if (t.best < 0) throw std::runtime_error("no configuration of gemm.cpu passed at " + shape);
+      const ParamValues best = t.evaluations[t.best].params;
+      row.tuned = params_text(best);
+      auto kt = std::make_shared<bench::KernelLauncher>(*backend, "gemm", sizes, DType::fp32, best, plain);
+      row.c.push_back({"kforge tuned", false, [kt] { kt->launch(); }, {}});
     }
-    if (!backend->can_run()) { fmt::print(stderr, "skipping {}: cannot run here\n", name); continue; }
-    fmt::print(stderr, "{}: {}\n", name, backend->device());
-    for (const auto& shape : shapes) {
-      fmt::print(stderr, "  {} ...\n", shape);
-      rows.push_back(run_shape(*backend, shape, budget, rounds, threads));
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal;
+    auto a = std::make_shared<std::vector<float>>(static_cast<std::size_t>(M) * K);
+    auto b = std::make_shared<std::vector<float>>(static_cast<std::size_t>(K) * N);
+    auto c = std::make_shared<std::vector<float>>(static_cast<std::size_t>(M) * N);
+    for (auto* v : {a.get(), b.get()}) std::generate(v->begin(), v->end(), [&] { return normal(rng); });
+    row.c.push_back({"OpenBLAS sgemm", true, [=] {
+                       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a->data(), K,
+                                   b->data(), N, 0.0f, c->data(), N);
+                     }, {}});
+    if (blis.sgemm) {
+      row.c.push_back({"BLIS bli_sgemm", true, [=, f = blis.sgemm] {
+                         const float one = 1.0f, zero = 0.0f;
+                         f(0, 0, M, N, K, &one, a->data(), K, 1, b->data(), N, 1, &zero, c->data(), N, 1);
+                       }, {}});
     }
+#ifdef KFORGE_BENCH_WITH_DNNL
+    auto dnnl = std::make_shared<DnnlMatmul>(M, N, K);
+    row.c.push_back({"oneDNN matmul (" + dnnl->impl + ")", true, [dnnl] { dnnl->run(); }, {}});
+#endif
+    for (auto& x : row.c) x.call();  // warm: page faults, JIT, thread start
+    for (int r = 0; r < rounds; ++r)
+      for (auto& x : row.c) x.seconds.push_back(round_median(x.call, min_calls));
+    rows.push_back(std::move(row));
   }
 
-  fmt::print("{:<7} {:<14} {:>14} {:>14} {:>8} {:>13}  {}\n", "backend", "M x N x K", "kforge GFLOP/s",
-             "OpenBLAS GF/s", "ratio", "ratio min..max", "tuned parameters");
-  for (const auto& r : rows) {
-    const auto [lo, hi] = std::minmax_element(r.ratios.begin(), r.ratios.end());
-    fmt::print("{:<7} {:<14} {:>14.1f} {:>14.1f} {:>7.2f}x {:>6.2f}..{:<5.2f}  {}\n", r.backend, r.shape,
-               median(r.kforge_gflops), median(r.blas_gflops), median(r.ratios), *lo, *hi, r.params);
+  fmt::print("{:<14} {:<36} {:>9} {:>8} {:>16} {:>13}\n", "M x N x K", "contestant", "GFLOP/s", "of peak",
+             "this / kforge", "min..max");
+  for (const auto& row : rows) {
+    auto ratio_line = [&](const std::string& name, const std::vector<double>& num, const std::vector<double>& den,
+                          double gflops) {
+      std::vector<double> ratios;
+      for (int r = 0; r < rounds; ++r) ratios.push_back(num[r] / den[r]);
+      const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+      fmt::print("{:<14} {:<36} {:>9.1f} {:>8.2f} {:>15.2f}x {:>6.2f}..{:<6.2f}\n", "", name, gflops,
+                 gflops / (peak * 1e-9), median(ratios), *lo, *hi);
+    };
+    std::vector<double> best_peer(rounds, std::numeric_limits<double>::infinity());
+    for (const auto& x : row.c)
+      if (x.peer)
+        for (int r = 0; r < rounds; ++r) best_peer[r] = std::min(best_peer[r], x.seconds[r]);
+    const double g0 = row.flops / median(row.c[0].seconds) * 1e-9;
+    fmt::print("{:<14} {:<36} {:>9.1f} {:>8.2f}\n", row.shape, row.c[0].name, g0, g0 / (peak * 1e-9));
+    for (std::size_t j = 1; j < row.c.size(); ++j)
+      ratio_line(row.c[j].name, row.c[j].seconds, row.c[0].seconds, row.flops / median(row.c[j].seconds) * 1e-9);
+    ratio_line("best peer / kforge default", best_peer, row.c[0].seconds, row.flops / median(best_peer) * 1e-9);
+    if (!row.tuned.empty()) {
+      ratio_line("best peer / kforge tuned", best_peer, row.c[1].seconds, row.flops / median(best_peer) * 1e-9);
+      fmt::print("{:<14} tuned: {}\n", "", row.tuned);
+    }
   }
-  fmt::print("({} rounds each; ratio = OpenBLAS median time / kforge median time, per round)\n", rounds);
+  fmt::print("({} rounds; a round's figure is a contestant's median call; this / kforge = the contestant's time over "
+             "kforge default's, per round (above 1: kforge is faster); best peer = the fastest peer of each round; of "
+             "peak = over the measured fp32 peak, {:.0f} GFLOP/s; load average {}; threads {})\n",
+             rounds, peak * 1e-9, load_average(), nthreads);
   return 0;
 }

@@ -1,15 +1,19 @@
 // gemm for the cpu backend: C = alpha*A*B + beta*C, row-major, any M, N, K.
-// BLIS-style: each block owns an (MC x NC) tile of C; for each KC-slice of the reduction it packs
-// B into NR-wide column panels and A into MR-tall row panels (zero-padded, converted to fp32),
-// then a register-tiled micro-kernel accumulates MR x NR results in SIMD registers.
+// BLIS-style: each block owns NC columns of C and a run of its rows (row_run: as few runs as
+// keep the threads busy); for each KC-slice of the reduction it packs B's slice once into
+// NR-wide column panels, then walks its rows in MC-row sub-blocks, packing A into MR-tall row
+// panels (zero-padded, converted to fp32), and a register-tiled micro-kernel accumulates
+// MR x NR results in SIMD registers.
 //
 // Parameters (all #defines):
 //   MR       rows of the micro-tile (accumulator registers: MR * NV)
 //   NV       SIMD vectors per micro-tile row; NR = NV * VW columns
 //   VW       SIMD width in floats: 8 (AVX2), 16 (AVX-512), 0 = the widest the compiler targets
-//   MC, NC   the block's tile of C (kept in L2 / L3)
+//   MC       rows of a sub-block: the packed A block MC x KC (kept in L2)
+//   NC       columns of a block: the packed B slice KC x NC (L2 / L3)
 //   KC       reduction slice (A panel MR*KC and B panel KC*NR stay in L1/L2)
 //   UNROLL   unroll factor of the micro-kernel's k loop
+//   PACK_A   1: A always packed; 2: read in place where a block has at most 128 columns
 //
 // bf16 where the CPU has AVX-512 BF16 (vdpbf16ps: acc += a0*b0 + a1*b1 per fp32 lane, on pairs
 // of bf16): the panels keep bf16 and interleave each pair of k (Bq[panel][k/2][NR] and
@@ -164,7 +168,57 @@ static inline void micro_kernel_dot(int kp, const unsigned* __restrict a, const 
 }
 #endif
 
+// PACK_A 2 (fp32 only): where a block has at most kUnpackedMaxColumns columns, the micro-kernel
+// broadcasts A's elements from A itself, MR rows lda apart, instead of from a packed copy; 1:
+// always packed. A broadcast costs the same from either; what packing buys (one contiguous
+// stream, no page per row) matters less than its cost, one load and one scattered store per
+// element of A per block column, where few FLOPs follow each packed element (8192x64x1024: 128).
+// The MR rows' KC columns (MR*KC*4 bytes) stay in L1 across the block's B panels.
+#ifndef PACK_A
+#define PACK_A 2
+#endif
+#if PACK_A == 2 && !defined(KF_DTYPE_FP16) && !defined(KF_DTYPE_BF16)
+#define KF_UNPACKED_A 1
+constexpr int kUnpackedMaxColumns = 128;
+// pf: the next A panel (or null), whose rows are prefetched one line per row every 16 k-steps,
+// spread over this product: A's rows are lda apart and, at tall-skinny shapes, come from memory.
+static inline void micro_kernel_rows(int kc, const float* __restrict a, long long lda, const float* __restrict b,
+                                     vf acc[MR][NV], const float* pf) {
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[i][v] = vf{};
+  KF_UNROLL(MK_UNROLL)
+  for (int k = 0; k < kc; ++k) {
+    if (pf && (k & 15) == 0)
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) __builtin_prefetch(pf + i * lda + k);
+    vf bv[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) bv[v] = *(const vf*)(b + k * NR + v * VW);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const float ai = a[i * lda + k];
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[i][v] += ai * bv[v];
+    }
+  }
+}
+#else
+#define KF_UNPACKED_A 0
+#endif
+
 #ifndef KF_WIDE_PARTIALS
+// The C tile the micro-kernel is about to update, asked for (for writing) before the KC-long
+// product starts, so that its cache misses overlap the FMAs instead of stalling the store after
+// them: C is M x N, far larger than L2, and its lines were last touched a whole B slice ago.
+static inline void prefetch_tile(const T* C, int N, int rows) {
+  for (int i = 0; i < rows; ++i) {
+    __builtin_prefetch(C + (long long)i * N, 1);
+    __builtin_prefetch(C + (long long)i * N + NR - 1, 1);
+  }
+}
+
 // C tile (rows x cols at C) = first ? alpha*acc + beta*C : C + alpha*acc. With beta == 0 the old
 // C is never read (it may hold anything, even NaN).
 static inline void store_tile(T* C, int N, int rows, int cols, vf acc[MR][NV], float alpha,
@@ -223,48 +277,104 @@ static void store_block(T* C, int N, int mc, int nc, const float* P, float alpha
 }
 #endif
 
+// Which rows a block owns. The grid's y (ceil(M/MC), but up to 8 where M has that many MR
+// panels, so that small M still splits) is an upper bound: only G of its rows of blocks get
+// rows, as few as keep every thread busy (at least two blocks per thread where M allows), each a
+// run of whole MR panels that the block walks in MC-row sub-blocks. B's
+// KC x NC slice is packed once per run and reused by every sub-block: with one MC-row block per
+// task, B was packed ceil(M/MC) times in all (22 times at 2048^3), with runs G times.
+struct RowRun {
+  int r0, r1;  // rows [r0, r1) of C; empty when r0 >= r1
+};
+static inline RowRun row_run(const kf_ctx& ctx, int M) {
+  const long long gx = ctx.grid_dim.x, want = 2LL * ctx.workers;
+  long long G = (want + gx - 1) / gx;
+  G = G < ctx.grid_dim.y ? G : ctx.grid_dim.y;
+  G = G < 1 ? 1 : G;
+  const long long panels = (M + MR - 1) / MR, per = (panels + G - 1) / G * MR;
+  const long long r0 = ctx.block_idx.y * per, r1 = r0 + per < M ? r0 + per : M;
+  return {(int)(r0 < M ? r0 : M), (int)r1};
+}
+
+// The micro-tiles of one MC x KC block of A times the packed KC x NC slice of B, A panel outer:
+// one KC x MR panel of A, the broadcast operand (6 KiB at the defaults), stays in L1 while the
+// B panels stream from L2. (B panel outer, the order before, measured the same within the
+// noise of a loaded host at 2048^3, one thread.)
+#define KF_FOR_TILES(mc, nc)                    \
+  for (int i0 = 0; i0 < (mc); i0 += MR)         \
+    for (int j0 = 0; j0 < (nc); j0 += NR)
+
 static void gemm_block(const kf_ctx& ctx, const T* A, const T* B, T* C, int M, int N, int K,
                        float alpha, float beta) {
-  const int n0 = (int)ctx.block_idx.x * NC, m0 = (int)ctx.block_idx.y * MC;
-  const int nc = N - n0 < NC ? N - n0 : NC, mc = M - m0 < MC ? M - m0 : MC;
-  const long long b_panels = (nc + NR - 1) / NR, a_panels = (mc + MR - 1) / MR;
+  const RowRun run = row_run(ctx, M);
+  if (run.r0 >= run.r1) return;
+  const int n0 = (int)ctx.block_idx.x * NC;
+  const int nc = N - n0 < NC ? N - n0 : NC;
+  const long long b_panels = (nc + NR - 1) / NR, a_panels = (MC + MR - 1) / MR;
+#if KF_UNPACKED_A
+  const bool unpacked = nc <= kUnpackedMaxColumns;
+#endif
 #ifdef KF_WIDE_PARTIALS
-  float* P = scratch_floats(2, (long long)mc * nc);
+  float* P = scratch_floats(2, (long long)(run.r1 - run.r0) * nc);  // the run's fp32 partial sums
 #endif
   for (int k0 = 0; k0 < K; k0 += KC) {
     const int kc = K - k0 < KC ? K - k0 : KC;
+    float* Bp = nullptr;  // the fp32 panels of this slice of B, packed once, when first needed
 #ifdef KF_BF16_DOT
-    {
-      const int kp = (kc + 1) / 2;
-      unsigned* Bq = (unsigned*)scratch_floats(3, kp * b_panels * NR);
-      unsigned* Aq = (unsigned*)scratch_floats(4, kp * a_panels * MR);
-      const unsigned key_b = pack_b_dot(B, N, k0, kc, n0, nc, Bq);
-      const unsigned key_a = pack_a_dot(A, K, m0, mc, k0, kc, Aq);
-      if ((key_a >> 7) + (key_b >> 7) >= kDotMinExponentSum) {
-        for (int j0 = 0; j0 < nc; j0 += NR)
-          for (int i0 = 0; i0 < mc; i0 += MR) {
+    const int kp = (kc + 1) / 2;
+    unsigned* Bq = (unsigned*)scratch_floats(3, kp * b_panels * NR);
+    const unsigned key_b = pack_b_dot(B, N, k0, kc, n0, nc, Bq);
+#else
+    Bp = scratch_floats(0, kc * b_panels * NR);
+    pack_b(B, N, k0, kc, n0, nc, Bp);
+#endif
+    for (int m0 = run.r0; m0 < run.r1; m0 += MC) {
+      const int mc = run.r1 - m0 < MC ? run.r1 - m0 : MC;
+#ifdef KF_BF16_DOT
+      {
+        unsigned* Aq = (unsigned*)scratch_floats(4, kp * a_panels * MR);
+        const unsigned key_a = pack_a_dot(A, K, m0, mc, k0, kc, Aq);
+        if ((key_a >> 7) + (key_b >> 7) >= kDotMinExponentSum) {
+          KF_FOR_TILES(mc, nc) {
             vf acc[MR][NV];
             micro_kernel_dot(kp, Aq + (long long)(i0 / MR) * kp * MR, Bq + (long long)(j0 / NR) * kp * NR, acc);
             const int rows = mc - i0 < MR ? mc - i0 : MR, cols = nc - j0 < NR ? nc - j0 : NR;
-            add_partials(P + (long long)i0 * nc + j0, nc, rows, cols, acc, k0 == 0);
+            add_partials(P + (long long)(m0 - run.r0 + i0) * nc + j0, nc, rows, cols, acc, k0 == 0);
           }
-        continue;
+          continue;
+        }
+        // else: products could fall below fp32's normal range; this sub-block goes the exact way
       }
-      // else: products could fall below fp32's normal range; this slice goes the exact way
-    }
+      if (!Bp) {
+        Bp = scratch_floats(0, kc * b_panels * NR);
+        pack_b(B, N, k0, kc, n0, nc, Bp);
+      }
 #endif
-    float* Bp = scratch_floats(0, kc * b_panels * NR);
-    float* Ap = scratch_floats(1, kc * a_panels * MR);
-    pack_b(B, N, k0, kc, n0, nc, Bp);
-    pack_a(A, K, m0, mc, k0, kc, Ap);
-    for (int j0 = 0; j0 < nc; j0 += NR) {
-      const float* bp = Bp + (long long)(j0 / NR) * kc * NR;
-      for (int i0 = 0; i0 < mc; i0 += MR) {
+      float* Ap = scratch_floats(1, kc * a_panels * MR);
+#if KF_UNPACKED_A
+      // Rows read in place (full panels; a last, partial one is packed), or all packed.
+      const int full = unpacked ? mc / MR * MR : 0;
+      if (full < mc) pack_a(A, K, m0 + full, mc - full, k0, kc, Ap + (long long)(full / MR) * kc * MR);
+#else
+      pack_a(A, K, m0, mc, k0, kc, Ap);
+#endif
+      KF_FOR_TILES(mc, nc) {
         vf acc[MR][NV];
-        micro_kernel(kc, Ap + (long long)(i0 / MR) * kc * MR, bp, acc);
+#ifndef KF_WIDE_PARTIALS
+        prefetch_tile(C + (long long)(m0 + i0) * N + n0 + j0, N, mc - i0 < MR ? mc - i0 : MR);
+#endif
+#if KF_UNPACKED_A
+        if (i0 < full)
+          micro_kernel_rows(kc, A + (long long)(m0 + i0) * K + k0, K, Bp + (long long)(j0 / NR) * kc * NR, acc,
+                            j0 == 0 && i0 + 2 * MR <= full ? A + (long long)(m0 + i0 + MR) * K + k0 : nullptr);
+        else
+          micro_kernel(kc, Ap + (long long)(i0 / MR) * kc * MR, Bp + (long long)(j0 / NR) * kc * NR, acc);
+#else
+        micro_kernel(kc, Ap + (long long)(i0 / MR) * kc * MR, Bp + (long long)(j0 / NR) * kc * NR, acc);
+#endif
         const int rows = mc - i0 < MR ? mc - i0 : MR, cols = nc - j0 < NR ? nc - j0 : NR;
 #ifdef KF_WIDE_PARTIALS
-        add_partials(P + (long long)i0 * nc + j0, nc, rows, cols, acc, k0 == 0);
+        add_partials(P + (long long)(m0 - run.r0 + i0) * nc + j0, nc, rows, cols, acc, k0 == 0);
 #else
         store_tile(C + (long long)(m0 + i0) * N + n0 + j0, N, rows, cols, acc, alpha, beta, k0 == 0);
 #endif
@@ -272,7 +382,7 @@ static void gemm_block(const kf_ctx& ctx, const T* A, const T* B, T* C, int M, i
     }
   }
 #ifdef KF_WIDE_PARTIALS
-  store_block(C + (long long)m0 * N + n0, N, mc, nc, P, alpha, beta);
+  store_block(C + (long long)run.r0 * N + n0, N, run.r1 - run.r0, nc, P, alpha, beta);
 #endif
 }
 

@@ -43,7 +43,7 @@ def run(cmd, env=None, timeout=240):
 
 # brute walks a space of 8 whose first configuration is the kernel's default: handed out first
 # to one rank, it must not be handed out again by the strategy to another.
-RESTRICT = {"brute": ["--restrict", "KC=384|512,MC=96,MR=6,NC=512,NV=2,UNROLL=4|8,VW=0|8"]}
+RESTRICT = {"brute": ["--restrict", "KC=256|512,MC=144,MR=6,NC=512,NV=2,PACK_A=2,UNROLL=4|8,VW=0|8"]}
 
 
 def tune(args, ranks, strategy, budget, db, mpirun_flags=(), env=None, timeout=240):

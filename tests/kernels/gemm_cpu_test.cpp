@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "kernels/family_test.hpp"
 #include "kforge/backend.hpp"
@@ -16,8 +17,9 @@ namespace kforge {
 namespace {
 
 // Thorough by default; quick (three trials at the sizes) where the shape alone is the point.
-EvalResult verify_cpu(const Sizes& sizes, DType t, const ParamValues& params = {}, bool thorough = true) {
-  auto backend = make_backend("cpu", {.threads = 2});
+EvalResult verify_cpu(const Sizes& sizes, DType t, const ParamValues& params = {}, bool thorough = true,
+                      int threads = 2) {
+  auto backend = make_backend("cpu", {.threads = threads});
   EvalRequest req = test::library_request("gemm", "cpu", sizes, t, params);
   req.verify.thorough = thorough;
   if (!thorough) req.verify.trials = 3;
@@ -50,6 +52,21 @@ TEST(GemmCpu, Bf16AtBothVectorWidths) {
     const EvalResult r = verify_cpu({{"M", 29}, {"N", 53}, {"K", 67}}, DType::bf16, {{"VW", vw}, {"NV", 2}, {"MR", 4}}, false);
     EXPECT_TRUE(r.passed()) << "VW=" << vw << ": " << test::describe(r);
   }
+}
+
+// A block owns a run of rows that it walks in MC-row sub-blocks, reusing each packed slice of B;
+// how many runs depends on the threads (at least two blocks per thread). Odd sizes (a partial
+// MR panel at the end, a partial sub-block per run), K over three slices, A packed and read in
+// place (fp32; NC = 64 is narrow enough for PACK_A = 2 to read it in place), 1 to 3 threads;
+// bf16 keeps the run's fp32 partial sums.
+TEST(GemmCpu, RowRunsAtEveryThreadCountAndPacking) {
+  for (const int threads : {1, 2, 3})
+    for (const auto& [t, pack_a] : {std::pair{DType::fp32, 1}, std::pair{DType::fp32, 2}, std::pair{DType::bf16, 2}}) {
+      const EvalResult r = verify_cpu({{"M", 203}, {"N", 70}, {"K", 129}}, t,
+                                      {{"MC", 24}, {"NC", 64}, {"KC", 64}, {"PACK_A", pack_a}}, false, threads);
+      EXPECT_TRUE(r.passed()) << threads << " threads, PACK_A=" << pack_a << ", " << dtype_name(t) << ": "
+                              << test::describe(r);
+    }
 }
 
 }  // namespace
