@@ -65,7 +65,7 @@ def fp32_peak(args):
                           "--threads", str(args.threads)], check=True, capture_output=True, text=True).stdout
     doc = json.loads(out)
     doc = doc[0] if isinstance(doc, list) else doc
-    return doc["GFLOPs"]["fp32"]
+    return doc["fp32_GFLOPs"], doc.get("one_thread", {}).get("GFLOPs", {}).get("fp32", 0.0)
 
 
 def torch_peers(torch, args, S, D, causal):
@@ -135,8 +135,9 @@ def main():
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {args.threads} threads, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')}, "
           f"B={args.batch} H={args.heads} HKV={args.kv_heads}, fp32, load average before {load_average()}", flush=True)
-    peak = fp32_peak(args)
-    print(f"fp32 peak (kforge ceilings, {args.threads} threads): {peak:.1f} GFLOP/s", flush=True)
+    peak, one = fp32_peak(args)
+    print(f"fp32 peak (kforge ceilings, cached best or measured now): {peak:.1f} GFLOP/s on {args.threads} "
+          f"threads, {one:.1f} on one", flush=True)
     hdr = f"{'S:D':<12} {'kforge ms':>10} {'GFLOP/s':>8} {'of peak':>8} {'torch ms':>9} " \
           f"{'torch/kforge (min..max)':>24} {'+rope/kforge (min..max)':>24}"
     rows = []
