@@ -99,15 +99,16 @@ Row run_shape(Backend& backend, const std::string& text, std::int64_t B, std::in
     row.ratios.push_back(median(b) / median(a));
   }
 
-  // Extra memory. Fused: per worker thread the kernel's tiles (Q panels, K and V tiles, scores,
-  // accumulator, max and sum; head size padded to a SIMD multiple) and its S x D/2 cos/sin table.
+  // Extra memory. Fused: per worker thread the kernel's tiles (query stripes, K and V tiles, one
+  // stripe's scores, accumulator, max, sum, rescale factor and position per row; rows padded to
+  // whole stripes of NV·VW, head size to a multiple of MR) and its S x D/2 cos/sin table.
   // Unfused: the S x S scores (reused per head), rotated Q and K, its cos/sin table.
-  const double S = sh.S, D = sh.D, BQ = req.params.at("BQ"), BKV = req.params.at("BKV");
+  const double S = sh.S, D = sh.D, BQ = req.params.at("BQ"), BKV = req.params.at("BKV"), MR = req.params.at("MR");
   const double vw = req.params.at("VW") > 0 ? req.params.at("VW") : __builtin_cpu_supports("avx512f") ? 16 : 8;
-  const double nr = req.params.at("NV") * vw, DP = std::ceil(D / nr) * nr;
+  const double nr = req.params.at("NV") * vw, DP = std::ceil(D / MR) * MR;
   const int workers = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
-  const double rows = static_cast<double>(H / HKV) * BQ;  // a block holds BQ positions of H/HKV heads
-  const double per_thread = rows * D + D * BKV + BKV * DP + rows * BKV + rows * DP + 2 * rows + S * D;
+  const double rows = std::ceil(static_cast<double>(H / HKV) * BQ / nr) * nr;  // BQ positions of H/HKV heads
+  const double per_thread = rows * D + BKV * D + BKV * DP + BKV * nr + rows * DP + 4 * rows + S * D;
   row.fused_mib = workers * per_thread * 4 / (1 << 20);
   row.unfused_mib = (S * S + (B * H + B * HKV) * S * D + S * D) * 4 / (1 << 20);
   return row;

@@ -78,6 +78,17 @@ TEST_P(Attention, SmallTilesPass) {
   expect_passes("attention.causal", {{"B", 1}, {"H", 2}, {"HKV", 2}, {"S", 17}, {"D", 30}}, p);
 }
 
+// The cpu kernel pads three ways: query rows to whole stripes of NV·VW (G·BQ = 3·8 rows in
+// stripes of 16), head dimensions to a multiple of MR (D = 30 with MR = 4, D = 34 with MR = 3)
+// and the last key tile to a multiple of MR (S = 37); the padding must never reach the output.
+TEST_P(Attention, PaddedMicroTilesPass) {
+  if (GetParam() != Lang::cpp) GTEST_SKIP() << "cpu kernel parameters";
+  expect_passes("attention.causal", {{"B", 1}, {"H", 3}, {"HKV", 1}, {"S", 37}, {"D", 30}},
+                {{"BQ", 8}, {"BKV", 16}, {"MR", 4}, {"NV", 2}, {"VW", 8}});
+  expect_passes("attention", {{"B", 1}, {"H", 3}, {"HKV", 1}, {"S", 53}, {"D", 34}},
+                {{"BQ", 24}, {"BKV", 48}, {"MR", 3}, {"NV", 3}, {"VW", 0}});
+}
+
 TEST_P(Attention, SixteenBitStoragePasses) {
   const Sizes s{{"B", 2}, {"H", 3}, {"HKV", 1}, {"S", 37}, {"D", 18}};
   expect_passes("attention.causal", s, {}, DType::fp16);
