@@ -65,13 +65,18 @@ std::string problem_path() {
   return path;
 }
 
-EvalResult run(const std::string& from, const std::string& to, bool thorough = true) {
+EvalResult run(const std::string& from, const std::string& to, bool thorough = true, bool bench = false) {
   auto backend = make_backend("cpu");
   EvalRequest req = test::library_request(problem_path(), "cpu", {{"N", 1001}});
   const auto at = req.kernel.source.find(from);
   EXPECT_NE(at, std::string::npos) << from;
   if (at != std::string::npos) req.kernel.source.replace(at, from.size(), to);
   req.verify.thorough = thorough;
+  if (bench) {  // a few timed runs after the verification, each one's output checked
+    req.bench = true;
+    req.measure.warmup = 1;
+    req.measure.repetitions = 4;
+  }
   return evaluate(req, *backend);
 }
 
@@ -117,7 +122,7 @@ TEST(ScratchTensor, NothingIsCarriedFromOneRunToTheNext) {
   // seen and every timed run's output is right. Were the workspace not poisoned again before each
   // run, the second timed run would be wrong and timed_outputs would fail.
   const EvalResult r = run("w[N] = w[N + 1] = w[N + 2] = NAN;",
-                           "if (w[N] == 12345.0f) y[0] = -7.0f;\n  w[N] = 12345.0f;");
+                           "if (w[N] == 12345.0f) y[0] = -7.0f;\n  w[N] = 12345.0f;", false, true);
   EXPECT_TRUE(r.passed()) << test::describe(r);
   bool timed = false;
   for (const auto& c : r.verify->checks) timed = timed || (c.name == "timed_outputs" && c.passed);
