@@ -20,7 +20,24 @@
 
 namespace kforge {
 
-enum class Role { in, out, inout };
+// in: read only. out: written, compared with the reference. inout: both. scratch: a workspace
+// the kernel may use as it likes (the intermediate levels of a backward pass, a grid too large
+// for private memory): sized by tensor_elements from the sizes alone (a problem knows nothing
+// of kernels; a kernel whose parameters change its need declares the most it can use), allocated
+// for every launch like an output, poisoned before every run (no state carried between runs),
+// guard-banded, never compared with the reference, absent from the reference's tensors and from
+// the fewest bytes (bytes(), bytes_written()). An Instance leaves its scratch tensors empty.
+enum class Role { in, out, inout, scratch };
+
+// Compared with the reference (the reference's `out` holds one vector per such tensor, in order).
+[[nodiscard]] constexpr bool is_output(Role r) { return r == Role::out || r == Role::inout; }
+// Holds input values (an inout tensor's only where Problem::reads_inout says so).
+[[nodiscard]] constexpr bool is_input(Role r) { return r == Role::in || r == Role::inout; }
+// Written by the kernel: poisoned before each run, put back between runs.
+[[nodiscard]] constexpr bool is_written(Role r) { return r != Role::in; }
+[[nodiscard]] constexpr const char* role_name(Role r) {
+  return r == Role::in ? "in" : r == Role::out ? "out" : r == Role::inout ? "inout" : "scratch";
+}
 
 using Scalars = std::map<std::string, double>;
 
@@ -35,7 +52,7 @@ struct Instance {
   Sizes sizes;
   DType dtype = DType::fp32;
   Scalars scalars;
-  std::vector<std::vector<double>> tensors;  // in the order of Problem::tensors()
+  std::vector<std::vector<double>> tensors;  // in the order of Problem::tensors(); scratch ones empty
 };
 
 // The tensors of a reference, moved in: `out = {std::move(y)}` would copy each one out of the
@@ -114,7 +131,7 @@ class Problem {
   // check). Default: moves the value by 2 + 2|v| away from zero's side, rounded to the dtype.
   virtual void perturb(Instance& inst, std::size_t t, std::size_t i) const;
 
-  // The reference in double. For every out/inout tensor, `out` receives the exact result and
+  // The reference in double. For every out/inout tensor (not scratch), `out` receives the exact result and
   // `magnitude` a per-element error scale: the same computation over absolute values (so
   // a sum of products gets the bound n·u·Σ|a·b| that any summation order satisfies).
   virtual void reference(const Instance& inst, std::vector<std::vector<double>>& out,
@@ -130,9 +147,11 @@ class Problem {
     return {};
   }
   [[nodiscard]] virtual double flops(const Sizes& s) const = 0;
-  // The fewest bytes that must move: each input read once, each output written once.
+  // The fewest bytes that must move: each input read once, each output written once (a
+  // scratch tensor's traffic is the kernel's choice, not counted: the SOL stays the problem's).
   [[nodiscard]] virtual double bytes(const Sizes& s, DType t) const = 0;
-  // How many of those bytes are stores: every out and inout tensor of `inst` written once.
+  // How many of those bytes are stores: every out and inout tensor of `inst` written once
+  // (scratch tensors are the kernel's own traffic, not the problem's).
   [[nodiscard]] double bytes_written(const Instance& inst) const;
 
   // The peer a user would otherwise call (OpenBLAS for gemm), prepared on `inst` to use
@@ -158,8 +177,8 @@ class Problem {
   // Scalar values the user fixes (`--scalar gamma=0.9`), checked: throws UsageError on an
   // unknown name or a value check_scalars refuses.
   [[nodiscard]] Scalars resolve_scalars(const Scalars& overrides) const;
-  // Fresh inputs: every tensor filled from `dist` under `seed`, rounded to the dtype; the
-  // trial's scalars, except those `fixed` by the user.
+  // Fresh inputs: every tensor but scratch ones (left empty) filled from `dist` under `seed`,
+  // rounded to the dtype; the trial's scalars, except those `fixed` by the user.
   [[nodiscard]] Instance make_instance(const Sizes& s, DType t, Distribution dist,
                                        std::uint64_t seed, int trial, const Scalars& fixed = {}) const;
   [[nodiscard]] std::string signature(Lang lang) const;  // the ABI, for `kforge list`

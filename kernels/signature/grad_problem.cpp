@@ -14,6 +14,13 @@
 // LEVEL+1 products and sums, the exponentials 2 LEVEL more: n = (L-1)(5 LEVEL + 5) + 8 LEVEL + 4.
 // The recomputation's error is in it: exp(|Δ|) where the pass multiplies by exp(-Δ) makes the
 // bound grow as the recomputed prefixes' errors do.
+//
+// Workspace: W (B, 5 (siglen + 1)), a scratch tensor (Role::scratch: poisoned before every run,
+// never compared, not in the fewest bytes): five truncated tensors with their level 0 per path
+// (the prefix S, exp(Δ), the adjoint of S before and after the segment, the adjoint of exp(Δ)),
+// where the GPU kernels keep the backward pass's levels: a work-group per path has no private
+// room for them. The cpu kernel keeps its own per-thread buffer (cache-resident, reused across
+// paths) and leaves W alone.
 #include <algorithm>
 #include <cmath>
 
@@ -26,6 +33,8 @@ namespace kforge {
 namespace {
 
 using namespace signature_paths;
+
+constexpr std::int64_t kWorkspaceTensors = 5;  // W's truncated tensors per path (module comment)
 
 // Truncated tensors with their level 0: level k at off[k], size[k] = D^k words, row-major.
 struct Levels {
@@ -134,11 +143,12 @@ class SignatureGrad final : public Problem {
   Sizes default_sizes() const override { return {{"B", 128}, {"L", 256}, {"D", 6}, {"LEVEL", 4}}; }
   std::vector<DType> dtypes() const override { return {DType::fp32}; }
   std::vector<TensorSpec> tensors() const override {
-    return {{"X", Role::in}, {"GS", Role::in}, {"GX", Role::out}};
+    return {{"X", Role::in}, {"GS", Role::in}, {"GX", Role::out}, {"W", Role::scratch}};
   }
   std::vector<std::string> scalar_names() const override { return {}; }
   Scalars scalars_for_trial(int) const override { return {}; }
   std::int64_t tensor_elements(std::size_t t, const Sizes& s) const override {
+    if (t == 3) return s.at("B") * kWorkspaceTensors * (signature_length(s.at("D"), s.at("LEVEL")) + 1);
     return t == 1 ? s.at("B") * signature_length(s.at("D"), s.at("LEVEL")) : s.at("B") * s.at("L") * s.at("D");
   }
   void check_sizes(const Sizes& s) const override {
@@ -150,6 +160,8 @@ class SignatureGrad final : public Problem {
                        " give more than 2^24 signature terms per path: lower D or LEVEL");
     check_int_abi("B*L*D", static_cast<double>(s.at("B")) * s.at("L") * s.at("D"));
     check_int_abi("B*siglen", static_cast<double>(s.at("B")) * signature_length(s.at("D"), s.at("LEVEL")));
+    check_int_abi("B*5*(siglen+1)",
+                  static_cast<double>(s.at("B")) * kWorkspaceTensors * (signature_length(s.at("D"), s.at("LEVEL")) + 1));
   }
   // Per segment the reference does about 4 tensor products of (LEVEL+1) siglen terms each.
   double fuzz_work(const Sizes& s) const override {
@@ -189,7 +201,10 @@ class SignatureGrad final : public Problem {
   double bytes(const Sizes& s, DType t) const override {
     return static_cast<double>(2 * tensor_elements(0, s) + tensor_elements(1, s)) * dtype_size(t);
   }
-  std::vector<std::string> kernel_specs() const override { return {"kernels/signature/signature_grad_cpu.json"}; }
+  std::vector<std::string> kernel_specs() const override {
+    return {"kernels/signature/signature_grad_cpu.json", "kernels/signature/signature_grad_opencl.json",
+            "kernels/signature/signature_grad_cuda.json"};
+  }
 };
 
 }  // namespace

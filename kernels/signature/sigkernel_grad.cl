@@ -9,10 +9,9 @@
 // constraint keeps (n1+1)(n2+1) <= MAXG), a per coarse cell (zero-padded past the last row
 // and column, where the adjoint's neighbours are zero), two rows of Λ and one coarse row of
 // dk/da (MAXN floats: n2 + 2 <= MAXN). When the adjoint leaves a coarse row, its dk/da goes
-// into the increments and the points of the work-item's own rows of GX and GY. This problem
-// has no workspace tensor, so the grid cannot live in global memory: the kernel is for short
-// paths (the usual GPU form, a work-group per pair sweeping anti-diagonals with the grid in
-// global scratch, is not written).
+// into the increments and the points of the work-item's own rows of GX and GY. For short
+// paths; it leaves the problem's workspace Wk alone (sigkernel_grad_long.cl keeps the same
+// buffers there, for grids past MAXG).
 //
 // Parameters (all #defines):
 //   WG    work-items per group
@@ -22,7 +21,7 @@ typedef kf_storage T;  // fp32
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void sigkernel_grad(__global const T* X, __global const T* Y, __global const T* GK, __global T* GX, __global T* GY,
-                    int B, int L1, int L2, int D, int DYADIC) {
+                    __global T* Wk, int B, int L1, int L2, int D, int DYADIC) {
   const long b = get_global_id(0);
   if (b >= B) return;
   __global const T* x = X + b * L1 * D;

@@ -28,7 +28,7 @@ typedef kf_vf vf;
 // Per-thread scratch of whole vectors.
 static vf* scratch_vectors(long long vectors) { return static_cast<vf*>(scratch(0, vectors * (long long)sizeof(vf))); }
 
-static void sigkernel_grad_block(const kf_ctx& c, const T* X, const T* Y, const T* GK, T* GX, T* GY, int B, int L1,
+static void sigkernel_grad_block(const kf_ctx& c, const T* X, const T* Y, const T* GK, T* GX, T* GY, T* /*W*/, int B, int L1,
                                  int L2, int D, int DYADIC) {
   const long long b0 = c.block_idx.x * (long long)(KF_VW * VB);
   const int C1 = L1 - 1, C2 = L2 - 1, n1 = C1 << DYADIC, n2 = C2 << DYADIC;

@@ -19,7 +19,7 @@ typedef kf_storage T;  // fp32
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 sigkernel_grad(const T* __restrict__ X, const T* __restrict__ Y, const T* __restrict__ GK, T* __restrict__ GX,
-               T* __restrict__ GY, int B, int L1, int L2, int D, int DYADIC) {
+               T* __restrict__ GY, T* /*Wk: the long-path kernel's workspace*/, int B, int L1, int L2, int D, int DYADIC) {
   const long long b = (long long)blockIdx.x * THREADS + threadIdx.x;
   if (b >= B) return;
   const T* x = X + b * L1 * D;

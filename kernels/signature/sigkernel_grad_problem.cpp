@@ -155,13 +155,22 @@ class SigKernelGrad final : public Problem {
   std::vector<std::string> size_names() const override { return {"B", "L1", "L2", "D", "DYADIC"}; }
   Sizes default_sizes() const override { return {{"B", 64}, {"L1", 64}, {"L2", 64}, {"D", 4}, {"DYADIC", 0}}; }
   std::vector<DType> dtypes() const override { return {DType::fp32}; }
+  // W: the long-path GPU kernels' workspace (a scratch tensor: poisoned before every run, never
+  // compared, not in the fewest bytes), per pair the K grid, a per coarse cell (padded by a row
+  // and a column of zeros), two Λ rows and a coarse row of dk/da (workspace_per_pair). The cpu
+  // kernel and the short-path GPU kernels keep these in their own memory and leave W alone.
   std::vector<TensorSpec> tensors() const override {
-    return {{"X", Role::in}, {"Y", Role::in}, {"GK", Role::in}, {"GX", Role::out}, {"GY", Role::out}};
+    return {{"X", Role::in}, {"Y", Role::in}, {"GK", Role::in}, {"GX", Role::out}, {"GY", Role::out}, {"W", Role::scratch}};
+  }
+  static std::int64_t workspace_per_pair(const Sizes& s) {
+    const std::int64_t C1 = s.at("L1") - 1, C2 = s.at("L2") - 1, n1 = C1 << s.at("DYADIC"), n2 = C2 << s.at("DYADIC");
+    return (n1 + 1) * (n2 + 1) + (C1 + 1) * (C2 + 1) + 2 * (n2 + 2) + (C2 + 1);
   }
   std::vector<std::string> scalar_names() const override { return {}; }
   Scalars scalars_for_trial(int) const override { return {}; }
   std::int64_t tensor_elements(std::size_t t, const Sizes& s) const override {
     if (t == 2) return s.at("B");
+    if (t == 5) return s.at("B") * workspace_per_pair(s);
     return s.at("B") * (t == 0 || t == 3 ? s.at("L1") : s.at("L2")) * s.at("D");
   }
   void check_sizes(const Sizes& s) const override {
@@ -179,6 +188,7 @@ class SigKernelGrad final : public Problem {
                        " nodes per pair; the gradient stores it, at most 2^20: lower L1, L2 or DYADIC");
     check_int_abi("B*L1*D", static_cast<double>(s.at("B")) * s.at("L1") * s.at("D"));
     check_int_abi("B*L2*D", static_cast<double>(s.at("B")) * s.at("L2") * s.at("D"));
+    check_int_abi("B*(grid+coarse grid+rows) (the workspace W)", static_cast<double>(s.at("B")) * workspace_per_pair(s));
   }
   // Per pair the reference sweeps the fine grid three times and the coarse cells over D.
   double fuzz_work(const Sizes& s) const override {
@@ -237,7 +247,10 @@ class SigKernelGrad final : public Problem {
     return n * dtype_size(t);
   }
   std::vector<std::string> kernel_specs() const override {
-    return {"kernels/signature/sigkernel_grad_cpu.json", "kernels/signature/sigkernel_grad_opencl.json",
+    // The long-path GPU kernels first: their "applies" picks them where the grid passes the
+    // short kernels' private buffers (at their default MAXG, MAXN).
+    return {"kernels/signature/sigkernel_grad_cpu.json", "kernels/signature/sigkernel_grad_long_opencl.json",
+            "kernels/signature/sigkernel_grad_opencl.json", "kernels/signature/sigkernel_grad_long_cuda.json",
             "kernels/signature/sigkernel_grad_cuda.json"};
   }
 };

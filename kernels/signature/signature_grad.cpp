@@ -3,7 +3,9 @@
 // backwards, recovering each prefix in place as S ⊗ exp(-Δ) instead of storing it, the adjoint
 // through the product with exp(Δ) and through exp(Δ) into Δ. The products with exp(±Δ) run by
 // Horner's rule (mul_exp_in_place); the adjoint is the general product's. Seven truncated
-// tensors' room (with level 0, row-major words) per thread, whatever L is.
+// tensors' room (with level 0, row-major words) per thread, whatever L is: its own buffer,
+// cache-resident and reused across a thread's paths, not the problem's workspace W (which the
+// GPU kernels use; W is poisoned before every run, which the cpu kernel needs not pay to read).
 //
 // Parameters (all #defines):
 //   PATHS  paths per block
@@ -103,7 +105,8 @@ static void mul_exp_in_place(const Levels& lv, float* S, const float* delta, flo
   }
 }
 
-static void signature_grad_block(const kf_ctx& c, const T* X, const T* GS, T* GX, int B, int L, int D, int LEVEL) {
+static void signature_grad_block(const kf_ctx& c, const T* X, const T* GS, T* GX, T* /*W*/, int B, int L, int D,
+                                 int LEVEL) {
   Levels lv;
   lv.D = D, lv.N = LEVEL, lv.off[0] = 0, lv.size[0] = 1;
   for (int k = 1; k <= LEVEL + 1; ++k) lv.off[k] = lv.off[k - 1] + lv.size[k - 1], lv.size[k] = lv.size[k - 1] * D;

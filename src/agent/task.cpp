@@ -76,7 +76,7 @@ nlohmann::json task_message(const AgentOptions& o, const Problem& p, const Basel
   const auto specs = p.tensors();
   for (std::size_t t = 0; t < specs.size(); ++t) {
     const auto& ts = specs[t];
-    tensors.push_back({{"name", ts.name}, {"role", ts.role == Role::in ? "in" : ts.role == Role::out ? "out" : "inout"},
+    tensors.push_back({{"name", ts.name}, {"role", role_name(ts.role)},
                        {"elements", p.tensor_elements(t, o.sizes)}});
   }
   nlohmann::json dtypes = nlohmann::json::array();

@@ -34,10 +34,12 @@ nlohmann::json backends_json() {
 }
 
 // The reference function a problem file's C++ defines: every tensor in double (each output
-// followed by its magnitude), sizes as int64_t, scalars as double.
+// followed by its magnitude; scratch tensors are the kernel's only, not passed), sizes as
+// int64_t, scalars as double.
 std::string reference_signature(const Problem& p) {
   std::string sig;
   for (const auto& t : p.tensors()) {
+    if (t.role == Role::scratch) continue;
     sig += fmt::format("{}double* {}, ", t.role == Role::in ? "const " : "", t.name);
     if (t.role != Role::in) sig += fmt::format("double* {}_magnitude, ", t.name);
   }

@@ -50,7 +50,7 @@ double Problem::bytes_written(const Instance& inst) const {
   const std::vector<TensorSpec> specs = tensors();
   double elements = 0;
   for (std::size_t t = 0; t < specs.size() && t < inst.tensors.size(); ++t)
-    if (specs[t].role != Role::in) elements += static_cast<double>(inst.tensors[t].size());
+    if (is_output(specs[t].role)) elements += static_cast<double>(inst.tensors[t].size());
   return elements * static_cast<double>(dtype_size(inst.dtype));
 }
 
@@ -81,6 +81,10 @@ Instance Problem::make_instance(const Sizes& s, DType t, Distribution dist, std:
   for (const auto& [k, v] : fixed) inst.scalars[k] = v;
   const auto specs = tensors();
   for (std::size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].role == Role::scratch) {  // the runner sizes it; no values to draw or keep
+      inst.tensors.emplace_back();
+      continue;
+    }
     std::vector<double> v(static_cast<std::size_t>(tensor_elements(i, s)));
     // fp16: products stay below 2^12 and above its normal range's floor 2^-14.
     fill_random(v, dist, seed, 1000 * static_cast<std::uint64_t>(trial) + i, t == DType::fp16 ? 6 : 20);

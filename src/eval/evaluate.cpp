@@ -211,10 +211,13 @@ void time_and_check(const EvalRequest& req, Backend& backend, const Problem& pro
   const double written = std::min(bytes, problem.bytes_written(inst));
   if (energy.device) {
     // Back to back, outputs put back only where the kernel reads them: the window holds the
-    // kernel's runs, not the verifier's copies.
-    const bool inout = problem.reads_inout(inst);
+    // kernel's runs, not the verifier's copies. A scratch tensor is poisoned again before every
+    // run even here, so no run can start from what the previous one left (its cost, a write of
+    // the workspace, is in the window: the price of that promise).
+    const bool inout = problem.reads_inout(inst), scratch = runner.has_scratch();
     const auto run_once = [&] {
       if (inout) runner.restore_outputs();
+      else if (scratch) runner.restore_scratch();
       (void)runner.launch();
     };
     std::string why;

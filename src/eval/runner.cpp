@@ -14,9 +14,16 @@ namespace kforge {
 
 void KernelRunner::load(const Instance& inst, bool poison_inout) { fill(inst, poison_inout, false); }
 
+std::size_t KernelRunner::elements(const std::vector<TensorSpec>& specs, std::size_t t, const Instance& inst) const {
+  // A scratch tensor has no values in the instance: its size is the problem's.
+  return specs[t].role == Role::scratch ? static_cast<std::size_t>(problem_.tensor_elements(t, inst.sizes))
+                                        : inst.tensors[t].size();
+}
+
 void KernelRunner::refill(const Instance& inst, bool poison_inout) {
+  const auto specs = problem_.tensors();
   bool same = tensors_.size() == inst.tensors.size() && inst.dtype == dtype_;
-  for (std::size_t t = 0; same && t < tensors_.size(); ++t) same = tensors_[t].elements == inst.tensors[t].size();
+  for (std::size_t t = 0; same && t < tensors_.size(); ++t) same = tensors_[t].elements == elements(specs, t, inst);
   if (!same) throw std::logic_error("KernelRunner::refill: the instance does not fit the loaded buffers");
   fill(inst, poison_inout, true);
 }
@@ -31,14 +38,15 @@ void KernelRunner::fill(const Instance& inst, bool poison_inout, bool same_buffe
   for (std::size_t t = 0; t < specs.size(); ++t) {
     Tensor x;
     x.spec = specs[t];
-    x.elements = inst.tensors[t].size();
+    x.elements = elements(specs, t, inst);
     const std::size_t bytes = x.elements * esize;
     // Guard bands hold a NaN pattern, so a value read out of bounds poisons what it touches.
     x.image.resize(bytes + 2 * kGuardBytes);
     fill_guard(inst.dtype, x.image.data(), kGuardBytes);
     fill_guard(inst.dtype, x.image.data() + kGuardBytes + bytes, kGuardBytes);
     unsigned char* body = x.image.data() + kGuardBytes;
-    const bool poison = specs[t].role == Role::out || (specs[t].role == Role::inout && poison_inout);
+    const bool poison = specs[t].role == Role::out || specs[t].role == Role::scratch ||
+                        (specs[t].role == Role::inout && poison_inout);
     if (poison) fill_poison(inst.dtype, body, bytes);
     else encode(inst.dtype, inst.tensors[t], body);
     x.buffer = same_buffers ? std::move(tensors_[t].buffer) : backend_.alloc(x.image.size());
@@ -58,9 +66,10 @@ void KernelRunner::load_wide(const Instance& live, const Sizes& wide, bool poiso
     Tensor x;
     x.spec = specs[t];
     x.elements = static_cast<std::size_t>(problem_.tensor_elements(t, wide));
-    const std::size_t n_live = live.tensors[t].size();
+    const std::size_t n_live = specs[t].role == Role::scratch ? 0 : live.tensors[t].size();
     if (x.elements < n_live) throw std::logic_error("KernelRunner::load_wide: a tensor shrank at the wide sizes");
-    const bool poison = specs[t].role == Role::out || (specs[t].role == Role::inout && poison_inout);
+    const bool poison = specs[t].role == Role::out || specs[t].role == Role::scratch ||
+                        (specs[t].role == Role::inout && poison_inout);
     const bool mapped = specs[t].role == Role::in && x.elements > n_live;
     x.zero_prefix = mapped ? x.elements - n_live : 0;
     const std::size_t bytes = x.elements * esize, shown = (x.elements - x.zero_prefix) * esize;
@@ -96,7 +105,16 @@ void KernelRunner::bind_args(const Sizes& sizes, const Scalars& scalars) {
 
 void KernelRunner::restore_outputs() {
   for (auto& x : tensors_)
-    if (x.spec.role != Role::in) backend_.write(*x.buffer, x.image.data(), x.image.size());
+    if (is_written(x.spec.role)) backend_.write(*x.buffer, x.image.data(), x.image.size());
+}
+
+void KernelRunner::restore_scratch() {
+  for (auto& x : tensors_)
+    if (x.spec.role == Role::scratch) backend_.write(*x.buffer, x.image.data(), x.image.size());
+}
+
+bool KernelRunner::has_scratch() const {
+  return std::any_of(tensors_.begin(), tensors_.end(), [](const Tensor& x) { return x.spec.role == Role::scratch; });
 }
 
 double KernelRunner::launch() { return backend_.run(module_, geometry_, args_); }
@@ -161,6 +179,7 @@ KernelOutput KernelRunner::outputs() {
         out.inputs_modified.push_back(x.spec.name);
       continue;
     }
+    if (x.spec.role == Role::scratch) continue;  // its guards only: what it holds is the kernel's
     // Threads take whole blocks of 64 elements: a vector<bool> packs 64 flags in one word, and
     // two threads must never write the same word.
     std::vector<bool> poisoned(x.elements);
@@ -195,6 +214,14 @@ std::uint64_t KernelRunner::fingerprint() {
   std::vector<std::uint64_t> block_hash;
   for (const auto& x : tensors_) {
     const auto& now = read_back(x);
+    if (x.spec.role == Role::scratch) {
+      // Its guard bands only: what a kernel leaves in its workspace is no part of its result (a
+      // racy but correct kernel would otherwise count a distinct result per run).
+      const std::size_t end = x.image.size() - kGuardBytes;
+      h = ((h ^ hash_block(now.data(), kGuardBytes / 8)) * 0x9e3779b97f4a7c15ull) ^ (h >> 31);
+      h = ((h ^ hash_block(now.data() + end, kGuardBytes / 8)) * 0x9e3779b97f4a7c15ull) ^ (h >> 31);
+      continue;
+    }
     const std::size_t words = (x.image.size() + 7) / 8;
     block_hash.assign((words + kBlockWords - 1) / kBlockWords, 0);
     parallel_for(static_cast<std::int64_t>(block_hash.size()), [&](std::int64_t b, std::int64_t e) {

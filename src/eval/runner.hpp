@@ -28,17 +28,23 @@ class KernelRunner {
   // filled: only its guard bands and its live rows are written, the rest stays on the zero page
   // (Backend::sparse_buffers). Launches then use the wide sizes.
   void load_wide(const Instance& live, const Sizes& wide, bool poison_inout);
-  // Puts every out/inout tensor back as load() left it, so a repeated run starts from the same
-  // state and a run that writes nothing leaves the poison for the verifier to find.
+  // Puts every out/inout/scratch tensor back as load() left it, so a repeated run starts from
+  // the same state (a scratch tensor poisoned again: nothing carried from run to run) and a run
+  // that writes nothing leaves the poison for the verifier to find.
   void restore_outputs();
+  // Puts the scratch tensors alone back (poison), for runs whose outputs need no restoring.
+  void restore_scratch();
+  [[nodiscard]] bool has_scratch() const;
   double launch();  // seconds on the backend's clock
   // Another runner of the same kernel with buffers of its own (`--cold` rotates among copies).
   [[nodiscard]] KernelRunner sibling() const { return {backend_, module_, problem_, geometry_}; }
   void set_geometry(const LaunchGeometry& g) { geometry_ = g; }
-  // Out/inout tensors decoded, poison left unwritten, guard and input damage.
+  // Out/inout tensors decoded (in order; scratch ones skipped), poison left unwritten, guard
+  // and input damage (scratch tensors' guards included).
   [[nodiscard]] KernelOutput outputs();
-  // A hash of every tensor as it is now on the device, guard bands included: equal
-  // fingerprints, equal outputs() (cheap enough to take after every timed run).
+  // A hash of every tensor as it is now on the device, guard bands included (a scratch
+  // tensor's guard bands only): equal fingerprints, equal outputs() (cheap enough to take after
+  // every timed run).
   [[nodiscard]] std::uint64_t fingerprint();
 
   static constexpr std::size_t kGuardBytes = 4096;  // each side; OpenCL sub-buffer alignment
@@ -54,6 +60,8 @@ class KernelRunner {
     TensorSpec spec;
   };
   void fill(const Instance& inst, bool poison_inout, bool same_buffers);
+  // Tensor t's element count: the instance's, or the problem's at its sizes for a scratch one.
+  [[nodiscard]] std::size_t elements(const std::vector<TensorSpec>& specs, std::size_t t, const Instance& inst) const;
   // The kernel's arguments: every tensor's body, then the sizes, then the scalars.
   void bind_args(const Sizes& sizes, const Scalars& scalars);
   // The tensor's whole image (guards included) as it is now on the device, in readback_.

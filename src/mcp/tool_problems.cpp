@@ -10,7 +10,6 @@
 namespace kforge::mcp {
 namespace {
 
-std::string role_name(Role r) { return r == Role::in ? "in" : r == Role::out ? "out" : "inout"; }
 
 json dtypes_of(const std::vector<DType>& ds) {
   json a = json::array();

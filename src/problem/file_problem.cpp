@@ -32,10 +32,10 @@ std::string call(const std::string& fn, std::size_t tensors, std::size_t sizes, 
 }
 
 std::int64_t count_inputs(const ProblemFile& f) {
-  return std::count_if(f.tensors.begin(), f.tensors.end(), [](const TensorDecl& t) { return t.role != Role::out; });
+  return std::count_if(f.tensors.begin(), f.tensors.end(), [](const TensorDecl& t) { return is_input(t.role); });
 }
 std::int64_t count_outputs(const ProblemFile& f) {
-  return std::count_if(f.tensors.begin(), f.tensors.end(), [](const TensorDecl& t) { return t.role != Role::in; });
+  return std::count_if(f.tensors.begin(), f.tensors.end(), [](const TensorDecl& t) { return is_output(t.role); });
 }
 
 std::string format_bindings(const Sizes& s) {
@@ -48,7 +48,9 @@ std::string format_bindings(const Sizes& s) {
 
 FileProblem::FileProblem(ProblemFile f) : f_(std::move(f)) {
   const std::size_t n_sizes = f_.sizes.size(), n_scalars = f_.scalars.size();
-  const std::size_t n_ref = f_.tensors.size() + count_outputs(f_);  // each output and its magnitude
+  // Each input, each output and its magnitude; scratch tensors are the kernel's alone.
+  const auto only_in = std::count_if(f_.tensors.begin(), f_.tensors.end(), [](const TensorDecl& t) { return t.role == Role::in; });
+  const std::size_t n_ref = only_in + 2 * count_outputs(f_);
   reference_ = std::make_unique<NativeCode>(
       "reference of problem " + f_.name, f_.reference.source,
       fmt::format("{}kforge_reference(double* const* t, const long long* s, const double* x) {{ {} }}\n",
@@ -159,9 +161,10 @@ double FileProblem::bytes(const Sizes& s, DType t) const {
     b["dtype_bytes"] = static_cast<std::int64_t>(dtype_size(t));
     return static_cast<double>(f_.bytes->eval(b));
   }
-  double n = 0;
+  double n = 0;  // a scratch tensor's traffic is the kernel's choice: not counted
   for (std::size_t i = 0; i < f_.tensors.size(); ++i)
-    n += static_cast<double>(tensor_elements(i, s)) * (f_.tensors[i].role == Role::inout ? 2 : 1);
+    n += static_cast<double>(tensor_elements(i, s)) *
+         (f_.tensors[i].role == Role::inout ? 2 : f_.tensors[i].role == Role::scratch ? 0 : 1);
   return n * static_cast<double>(dtype_size(t));
 }
 

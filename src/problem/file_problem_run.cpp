@@ -74,13 +74,13 @@ void FileProblem::condition_inputs(Instance& inst, std::uint64_t seed, int trial
   if (condition_) {
     std::vector<NativeBuffer> buffers;  // every input, changed in place by the hook
     for (std::size_t t = 0; t < f_.tensors.size(); ++t)
-      if (f_.tensors[t].role != Role::out) buffers.push_back({inst.tensors[t].data(), inst.tensors[t].size(), true});
+      if (is_input(f_.tensors[t].role)) buffers.push_back({inst.tensors[t].data(), inst.tensors[t].size(), true});
     NativeArgs a{size_values(inst.sizes), {}, seed, trial};
     run_native(NativeEntry::condition,
                fmt::format("the input conditioning {} of problem {}", f_.condition->function, f_.name), buffers, a);
   }
   for (std::size_t t = 0; t < f_.tensors.size(); ++t)
-    if (f_.tensors[t].role != Role::out) round_to(inst.dtype, inst.tensors[t]);
+    if (is_input(f_.tensors[t].role)) round_to(inst.dtype, inst.tensors[t]);
 }
 
 void FileProblem::perturb(Instance& inst, std::size_t t, std::size_t i) const {
@@ -117,13 +117,14 @@ void FileProblem::reference(const Instance& in, std::vector<std::vector<double>>
   out.clear();
   magnitude.clear();
   for (std::size_t t = 0; t < f_.tensors.size(); ++t) {
-    if (f_.tensors[t].role == Role::in) continue;
+    if (!is_output(f_.tensors[t].role)) continue;
     const auto& v = in.tensors[t];
     out.push_back(f_.tensors[t].role == Role::inout ? v : std::vector<double>(v.size(), unwritten));
     magnitude.emplace_back(v.size(), unwritten);
   }
-  std::vector<NativeBuffer> buffers;  // each input, then each output and its magnitude
+  std::vector<NativeBuffer> buffers;  // each input, then each output and its magnitude; no scratch
   for (std::size_t t = 0, k = 0; t < f_.tensors.size(); ++t) {
+    if (f_.tensors[t].role == Role::scratch) continue;
     if (f_.tensors[t].role == Role::in) {
       buffers.push_back({const_cast<double*>(in.tensors[t].data()), in.tensors[t].size(), false});
       continue;
@@ -138,7 +139,7 @@ void FileProblem::reference(const Instance& in, std::vector<std::vector<double>>
   run_native(NativeEntry::reference, what, buffers, {size_values(in.sizes), x});
   std::size_t k = 0;
   for (const auto& d : f_.tensors) {
-    if (d.role == Role::in) continue;
+    if (!is_output(d.role)) continue;
     for (int part = 0; part < 2; ++part) {
       const auto& v = part ? magnitude[k] : out[k];
       const std::size_t bad = std::find_if(v.begin(), v.end(), [](double e) { return std::isnan(e); }) - v.begin();
@@ -192,7 +193,9 @@ std::function<void()> FileProblem::baseline(const Instance& in, int threads) con
   if (!baseline_) return {};
   auto fn = reinterpret_cast<BaselineFn>(baseline_->symbol("kforge_baseline"));
   auto data = std::make_shared<std::vector<std::vector<float>>>();
-  for (const auto& t : in.tensors) data->emplace_back(t.begin(), t.end());
+  for (std::size_t t = 0; t < f_.tensors.size(); ++t)  // a scratch tensor: room of its size, zeros
+    if (f_.tensors[t].role == Role::scratch) data->emplace_back(static_cast<std::size_t>(tensor_elements(t, in.sizes)));
+    else data->emplace_back(in.tensors[t].begin(), in.tensors[t].end());
   auto sizes = std::make_shared<std::vector<int>>();
   for (const auto& d : f_.sizes) sizes->push_back(static_cast<int>(in.sizes.at(d.name)));
   auto scalars = std::make_shared<std::vector<float>>();

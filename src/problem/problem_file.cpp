@@ -99,7 +99,8 @@ Role parse_role(const Parser& p, const Json& j, const std::string& field) {
   if (r == "in") return Role::in;
   if (r == "out") return Role::out;
   if (r == "inout") return Role::inout;
-  p.fail(field, "'" + r + "' is not one of in, out, inout");
+  if (r == "scratch") return Role::scratch;
+  p.fail(field, "'" + r + "' is not one of in, out, inout, scratch");
 }
 
 Condition parse_condition(const Parser& p, const std::string& c, const std::string& field) {
@@ -251,7 +252,7 @@ ProblemFile parse_problem_file(const std::string& given) {
     f.tensors.push_back(parse_tensor(p, tj[i], fmt::format("tensors[{}]", i), sizes, scalar_names));
     if (!tensor_names.insert(f.tensors.back().name).second)
       p.fail(fmt::format("tensors[{}].name", i), "'" + f.tensors.back().name + "' is declared twice");
-    any_output = any_output || f.tensors.back().role != Role::in;
+    any_output = any_output || is_output(f.tensors.back().role);
   }
   if (!any_output) p.fail("tensors", "no tensor has role out or inout: nothing to verify");
 

@@ -114,7 +114,7 @@ Comparison compare(const Problem& p, const Instance& inst, const KernelOutput& g
   Comparison c;
   std::vector<std::string> names;
   for (const auto& t : p.tensors())
-    if (t.role != Role::in) names.push_back(t.name);
+    if (is_output(t.role)) names.push_back(t.name);
   const ErrorBound bound_of(p, inst);
   const auto lengths = p.reduction_lengths(inst);  // empty: one length for all elements
   std::size_t total = 0;

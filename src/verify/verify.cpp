@@ -470,7 +470,7 @@ class Protocol {
     Reference full;
     const auto specs = p_.tensors();
     for (std::size_t t = 0, o = 0; t < specs.size(); ++t) {
-      if (specs[t].role == Role::in) continue;
+      if (!is_output(specs[t].role)) continue;
       const auto n = static_cast<std::size_t>(p_.tensor_elements(t, w.sizes));
       const auto& r = ref->out[o];
       const auto& m = ref->magnitude[o++];

@@ -99,6 +99,37 @@ TEST(SigKernelGrad, WrongKernelsAreRejected) {
   if (make_backend("opencl")->can_run()) EXPECT_FALSE(run_edited("(0.5f + a * sixth)", "(0.5f)", "opencl").passed());
 }
 
+// Grids past the short kernels' private buffers (4096 nodes, rows of 256) go to the long-path
+// GPU kernel, whose grid lives in the problem's scratch workspace W.
+TEST(SigKernelGrad, LongPathsRunWithTheGridInTheWorkspace) {
+  const auto p = find_problem("sigkernel_grad");
+  ASSERT_EQ(p->tensors().size(), 6u);
+  EXPECT_EQ(p->tensors()[5].role, Role::scratch);
+  const Sizes small{{"B", 2}, {"L1", 3}, {"L2", 4}, {"D", 2}, {"DYADIC", 1}};  // grid 5 x 7, coarse 2 x 3
+  EXPECT_EQ(p->tensor_elements(5, small), 2 * (5 * 7 + 3 * 4 + 2 * 8 + 4));
+  const Sizes wide{{"B", 3}, {"L1", 70}, {"L2", 90}, {"D", 3}, {"DYADIC", 0}};  // 6300 nodes
+  const Sizes lanky{{"B", 2}, {"L1", 5}, {"L2", 300}, {"D", 2}, {"DYADIC", 0}};  // rows of 300
+  EXPECT_EQ(library_kernel(*p, Lang::opencl, wide).name, "sigkernel_grad.long.opencl");
+  EXPECT_EQ(library_kernel(*p, Lang::opencl, lanky).name, "sigkernel_grad.long.opencl");
+  EXPECT_EQ(library_kernel(*p, Lang::cuda, wide).name, "sigkernel_grad.long.cuda");
+  EXPECT_EQ(library_kernel(*p, Lang::opencl, small).name, "sigkernel_grad.opencl");
+  auto backend = make_backend("opencl");
+  if (!backend->can_run()) GTEST_SKIP() << "no OpenCL device";
+  for (const Sizes& s : {wide, lanky}) {
+    const EvalResult r = evaluate(library_request("sigkernel_grad", "opencl", s), *backend);
+    EXPECT_TRUE(r.passed()) << describe(r);
+  }
+  // A wrong version (the start point's share dropped) rejected too. (∂c1/∂a without a/6, the
+  // subtlest, hides under the bound at this grid: the bound grows with the nodes.)
+  EvalRequest req = library_request("sigkernel_grad", "opencl", wide);
+  const std::string from = "gx[ci * D + d] -= g * dy";
+  const auto at = req.kernel.source.find(from);
+  ASSERT_NE(at, std::string::npos);
+  req.kernel.source.replace(at, from.size(), "gx[ci * D + d] -= 0.0f * dy");
+  req.verify.thorough = false;
+  EXPECT_FALSE(evaluate(req, *backend).passed());
+}
+
 TEST(SigKernelGrad, BadSizesNameTheFix) {
   const auto p = find_problem("sigkernel_grad");
   EXPECT_NO_THROW(p->check_sizes({{"B", 1}, {"L1", 2}, {"L2", 2}, {"D", 1}, {"DYADIC", 0}}));

@@ -1,6 +1,7 @@
 // signature_grad: the double reference (the backward pass recomputing prefixes by exp(-Δ))
-// against central finite differences of the signature's own double reference; the cpu kernel
-// passing thorough verification at odd shapes; wrong kernels rejected.
+// against central finite differences of the signature's own double reference; the cpu and
+// opencl kernels passing thorough verification at odd shapes (the opencl one keeps its levels in
+// the problem's scratch workspace W); wrong kernels rejected.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -62,9 +63,28 @@ TEST(SignatureGrad, CpuPassesAtOddShapes) {
   }
 }
 
-EvalResult run_edited(const std::string& from, const std::string& to) {
-  auto backend = make_backend("cpu");
-  EvalRequest req = library_request("signature_grad", "cpu", {{"B", 3}, {"L", 19}, {"D", 3}, {"LEVEL", 3}});
+TEST(SignatureGrad, OpenclPassesAtOddShapes) {
+  auto backend = make_backend("opencl");
+  if (!backend->can_run()) GTEST_SKIP() << "no OpenCL device";
+  for (const Sizes& s : {Sizes{{"B", 3}, {"L", 37}, {"D", 3}, {"LEVEL", 4}}, Sizes{{"B", 2}, {"L", 17}, {"D", 2}, {"LEVEL", 6}},
+                         Sizes{{"B", 5}, {"L", 2}, {"D", 5}, {"LEVEL", 1}}, Sizes{{"B", 2}, {"L", 9}, {"D", 21}, {"LEVEL", 2}}}) {
+    const EvalResult r = evaluate(library_request("signature_grad", "opencl", s), *backend);
+    EXPECT_TRUE(r.passed()) << describe(r);
+  }
+}
+
+TEST(SignatureGrad, TheWorkspaceIsAScratchTensorOutsideTheFewestBytes) {
+  const auto p = find_problem("signature_grad");
+  const Sizes s{{"B", 3}, {"L", 7}, {"D", 2}, {"LEVEL", 3}};
+  ASSERT_EQ(p->tensors().size(), 4u);
+  EXPECT_EQ(p->tensors()[3].role, Role::scratch);
+  EXPECT_EQ(p->tensor_elements(3, s), 3 * 5 * (2 + 4 + 8 + 1));
+  EXPECT_DOUBLE_EQ(p->bytes(s, DType::fp32), (2.0 * 3 * 7 * 2 + 3 * 14) * 4);
+}
+
+EvalResult run_edited(const std::string& from, const std::string& to, const std::string& backend_name = "cpu") {
+  auto backend = make_backend(backend_name);
+  EvalRequest req = library_request("signature_grad", backend_name, {{"B", 3}, {"L", 19}, {"D", 3}, {"LEVEL", 3}});
   const auto at = req.kernel.source.find(from);
   EXPECT_NE(at, std::string::npos) << from;
   if (at != std::string::npos) req.kernel.source.replace(at, from.size(), to);
@@ -78,6 +98,14 @@ TEST(SignatureGrad, WrongKernelsAreRejected) {
   EXPECT_FALSE(run_edited("gx[(t - 1) * D + i] -= gd[i]", "gx[(t - 1) * D + i] += 0.0f").passed());
   const EvalResult ok = run_edited("PATHS", "PATHS");
   EXPECT_TRUE(ok.passed()) << describe(ok);
+  if (!make_backend("opencl")->can_run()) return;
+  // opencl: the start point's share dropped; exp's adjoint without its 1/m; the prefix read from
+  // the workspace without being set first (the scratch tensor's poison reaches GX).
+  EXPECT_FALSE(run_edited("gx[(long)(t - 1) * D + i] -= gd;", "gx[(long)(t - 1) * D + i] += 0.0f;", "opencl").passed());
+  EXPECT_FALSE(run_edited("gE[off[m - 1] + p] += s * kInv[m];", "gE[off[m - 1] + p] += s;", "opencl").passed());
+  EXPECT_FALSE(run_edited("S[e] = e == 0 ? 1.0f : 0.0f,", "S[e] += e == 0 ? 1.0f : 0.0f,", "opencl").passed());
+  const EvalResult ok_cl = run_edited("WG", "WG", "opencl");
+  EXPECT_TRUE(ok_cl.passed()) << describe(ok_cl);
 }
 
 }  // namespace
