@@ -25,6 +25,9 @@ KERNELS = [  # (file, arguments, environment): each header's own command
     ("race_split_k.cpp", ["--lang", "cpp", "--params", "KS=8", "--grid", "KS", "--size", "M=128,N=128,K=512",
                           "--threads", "4"], {}),
     ("race_two_block_add.cpp", ["--lang", "cpp", "--grid", "ceil_div(M,16),2", "--size", "M=128,N=128,K=256"], {}),
+    # Right under every schedule: only ThreadSanitizer (mode tsan) can catch it.
+    ("race_lazy_init.cpp", ["--lang", "cpp", "--grid", "ceil_div(M,16)", "--size", "M=64,N=48,K=40",
+                            "--no-index-width"], {}),
     ("race_split_k.cl", ["--lang", "opencl", "--params", "KS=8", "--grid", "ceil_div(N,128),ceil_div(M,128),KS",
                          "--block", "16,16,1", "--size", "M=128,N=128,K=512"], {}),
     ("../../../bench/data/tiled_no_load_barrier.cl", ["--lang", "opencl", "--grid", "ceil_div(N,16),ceil_div(M,16)", "--block", "16,16",

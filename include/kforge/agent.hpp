@@ -39,6 +39,9 @@ struct AgentOptions {
   MeasureOptions measure;
   IsolationLimits limits;
   bool index_width = true;       // thorough verification's index_width check (seconds a candidate)
+  // Every candidate's thorough verification (and the final check) also runs the race worker:
+  // the kernel built with ThreadSanitizer (VerifyOptions::tsan; cpu only). `--tsan`.
+  bool tsan = false;
   double proposer_timeout_s = 300;  // for each line the proposer owes
   std::filesystem::path out_dir;    // every attempt's source and spec, and best.<ext>
   std::string command;              // the command line, for the runs table

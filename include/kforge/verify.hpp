@@ -73,10 +73,11 @@ struct VerifyOptions {
   // Empty: the backend cannot, and the check is skipped. Throws std::bad_alloc when the address
   // space is short. Set by the caller; not part of the JSON.
   std::function<KernelOutput(const Instance& live, const Sizes& wide, bool poison_inout)> call_wide;
-  // After a passed thorough verification of a cpu candidate in a worker (evaluate_isolated), a
-  // second worker runs it once more built with ThreadSanitizer, each block on a thread of its
-  // own; a data race with an access in the kernel's code makes it `nondeterministic` (check
-  // `race`). `--tsan`; docs/verification.md, "ThreadSanitizer".
+  // After a passed thorough verification of a cpu kernel (evaluate() in this process, or
+  // evaluate_isolated's worker), a second worker runs it once more built with ThreadSanitizer,
+  // each block on a thread of its own; a data race with an access in the kernel's code makes it
+  // `nondeterministic` (check `race`). `--tsan` (eval, verify, tune, agent, MCP);
+  // docs/verification.md, "ThreadSanitizer".
   bool tsan = false;
   [[nodiscard]] int trial_count() const { return trials > 0 ? trials : thorough ? 3 : 2; }
 };

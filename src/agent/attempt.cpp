@@ -75,6 +75,7 @@ EvalRequest request_for(const Session& s, const Candidate& c, std::uint64_t veri
   req.backend_options.threads = s.o.threads;
   req.verify.thorough = true;
   req.verify.index_width = s.o.index_width;
+  req.verify.tsan = s.o.tsan;
   req.verify.seed = verify_seed;
   req.bench = true;
   req.baseline = !s.p.baseline_name().empty();
@@ -97,6 +98,8 @@ std::string write_candidate_files(const Session& s, const Candidate& c, const Ev
                                  s.o.backend, assignments(req.sizes), dtype_name(req.dtype), req.verify.seed);
   if (!s.o.scalars.empty()) line += " --scalar " + assignments(s.o.scalars);
   if (s.o.threads > 0) line += fmt::format(" --threads {}", s.o.threads);
+  if (s.o.tsan) line += " --tsan";
+  if (!s.o.index_width) line += " --no-index-width";
   return line + " --bench";
 }
 

@@ -64,7 +64,7 @@ std::string gate_of(const EvalResult& r, const Sizes& task_sizes) {
   const std::string& check = r.verify->failed_check;
   if (check == "timed_outputs") return "timing";
   const bool thorough_only = check == "determinism" || check == "perturbation" || check == "shapes" ||
-                             check == "special_scalars" || check == "structured";
+                             check == "special_scalars" || check == "structured" || check == "race";
   return !thorough_only && r.verify->failed_sizes == task_sizes ? "quick_verify" : "thorough_verify";
 }
 

@@ -21,9 +21,10 @@ std::string run_key(const AgentOptions& o) {
   nlohmann::json key = {{"problem", o.problem}, {"sizes", o.sizes}, {"scalars", o.scalars},
                         {"dtype", dtype_name(o.dtype)}, {"backend", o.backend},
                         {"proposer", o.proposer}, {"seed", o.seed}};
-  // Verdicts without the check are not the journal of a run with it (runs with it keep the
-  // keys they had before the option existed).
+  // Verdicts without a check are not the journal of a run with it, nor the other way round
+  // (runs with the defaults keep the keys they had before the options existed).
   if (!o.index_width) key["index_width"] = false;
+  if (o.tsan) key["tsan"] = true;
   return hex64(hash64(key.dump()));
 }
 

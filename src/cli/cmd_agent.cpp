@@ -21,7 +21,7 @@ struct AgentCliOptions {
   int budget = 10, parallel = 1, threads = 0;
   std::uint64_t seed = 0x6b666f726765ull;
   double timeout_s = 120, memory_gib = 8, proposer_timeout_s = 300;
-  bool json = false, no_index_width = false;
+  bool json = false, no_index_width = false, tsan = false;
   MeasureFlags measure;
 };
 
@@ -65,10 +65,15 @@ void add_agent(CLI::App& app, int& code) {
   cmd->add_flag("--no-index-width", o->no_index_width,
                 "verify candidates without the index_width check (one input past 2^31 elements; "
                 "it costs seconds a candidate)");
+  cmd->add_flag("--tsan", o->tsan,
+                "cpu: every candidate's thorough verification (and the final check) also runs it built with "
+                "ThreadSanitizer, each block on a thread of its own; a data race is `nondeterministic`, check `race`");
   add_db_option(*cmd, o->db);
   o->measure.add_to(*cmd);
   cmd->add_flag("--json", o->json, "print the summary as one JSON document");
   cmd->callback([o, &code] {
+    if (o->tsan && o->backend != "cpu")
+      throw UsageError("--tsan sees cpu kernels only (--backend " + o->backend + "): drop --tsan");
     const auto problem = find_problem(o->problem);
     AgentOptions a;
     a.problem = o->problem;
@@ -85,6 +90,7 @@ void add_agent(CLI::App& app, int& code) {
     a.limits = {.timeout_s = o->timeout_s, .memory_bytes = static_cast<long long>(o->memory_gib * (1ll << 30))};
     a.proposer_timeout_s = o->proposer_timeout_s;
     a.index_width = !o->no_index_width;
+    a.tsan = o->tsan;
     a.out_dir = std::filesystem::absolute(o->out);  // the replay lines work from anywhere
     a.command = command_line();
     a.log = [](const std::string& line) { fmt::print(stderr, "kforge agent: {}\n", line); };

@@ -4,8 +4,6 @@
 #include "cli/common.hpp"
 #include "cli/compare.hpp"
 #include "cli/measure_flags.hpp"
-#include "eval/tsan_probe.hpp"
-#include "eval/worker_path.hpp"
 #include "kforge/backend.hpp"
 #include "kforge/error.hpp"
 
@@ -58,8 +56,7 @@ void add_run(CLI::App& app, int& code, const char* name, const char* help, bool 
         results.push_back(evaluate_isolated(req));  // the race worker runs inside, after a pass
         continue;
       }
-      results.push_back(evaluate(req, *backend));
-      if (req.verify.tsan && results.back().passed()) probe_races(req, {.timeout_s = 600}, worker_path(), results.back());
+      results.push_back(evaluate(req, *backend));  // the race worker runs inside, after a pass
     }
     if (bench) print_results_with_source(results, sources, o->json);
     else print_results(results, o->json, bench);

@@ -18,7 +18,7 @@ namespace kforge::cli {
 
 void add_tune(CLI::App& app, int& code) {
   auto* cmd = app.add_subcommand("tune", "search a kernel's parameter space for the fastest correct configuration");
-  struct Opts : InstanceOptions { std::string strategy = "bayes"; int budget = 20; std::uint64_t tune_seed = 1; TuneExtras extra; TuneStoreOptions store; };
+  struct Opts : InstanceOptions { std::string strategy = "bayes"; int budget = 20; std::uint64_t tune_seed = 1; TuneExtras extra; TuneStoreOptions store; bool tsan = false; };
   auto o = std::make_shared<Opts>();
   o->add_to(*cmd);
   o->quick = true;  // tuning verifies quickly; the winner is re-verified thoroughly below
@@ -26,6 +26,9 @@ void add_tune(CLI::App& app, int& code) {
   cmd->add_option("--strategy", o->strategy, "bayes (Gaussian process), brute, random, anneal, genetic or mapelites")->capture_default_str();
   cmd->add_option("--budget", o->budget, "evaluations per backend (the default configuration included)")->capture_default_str();
   cmd->add_option("--tune-seed", o->tune_seed, "seed of the strategy")->capture_default_str();
+  cmd->add_flag("--tsan", o->tsan, "cpu: every thorough verification (the winner's; every candidate's with "
+                "--thorough) also runs the kernel built with ThreadSanitizer, each block on a thread of its "
+                "own; a data race is `nondeterministic`, check `race`");
   add_tune_extras(*cmd, o->extra);
   o->store.add_to(*cmd);
   cmd->callback([o, &code, cmd] {
@@ -35,6 +38,11 @@ void add_tune(CLI::App& app, int& code) {
       return;
     }
     if (o->problem.empty()) throw UsageError("tune needs a problem (see `kforge list`) or --replay CACHE.json");
+    if (o->tsan) {
+      bool cpu = false;
+      for (const auto& name : backend_list(o->backends)) cpu = cpu || name == "cpu";
+      if (!cpu) throw UsageError("--tsan sees cpu kernels only (--backend " + o->backends + "): add cpu or drop --tsan");
+    }
     const auto problem = find_problem(o->problem);
     nlohmann::json doc = nlohmann::json::array();
     std::vector<EvalResult> winners;
@@ -44,6 +52,8 @@ void add_tune(CLI::App& app, int& code) {
       const std::string only = o->extra.restrict_values + (o->extra.restrict_values.empty() || o->params.empty() ? "" : ",") + o->params;
       const Sizes sizes = problem->resolve_sizes(parse_assignments(o->sizes));  // picks the kernel
       EvalRequest base = make_request(*o, *problem, restrict_space(library_kernel(*problem, backend->lang(), sizes), only), name);
+      // Thorough verifications only (the quick candidates' level says so: store/verification_level.cpp).
+      base.verify.tsan = o->tsan && name == "cpu";
       TuneOptions to{o->strategy, o->budget, o->tune_seed, o->extra.time_limit_s, strategy_options(o->extra)};
       to.objective = o->extra.objective;
       to.isolate = !problem->source_file().empty();  // a problem file's kernels are not kforge's own

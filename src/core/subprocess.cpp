@@ -1,5 +1,6 @@
 #include <algorithm>
 #include "kforge/subprocess.hpp"
+#include "kforge/resident_watch.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -9,12 +10,33 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
 
 namespace kforge {
+
+namespace {
+
+// The child's resident set in bytes (/proc/PID/statm's second field, in pages); -1 when gone.
+long long resident_bytes_of(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/statm", static_cast<int>(pid));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[128];
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  long long size = 0, resident = 0;
+  if (std::sscanf(buf, "%lld %lld", &size, &resident) != 2) return -1;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+}  // namespace
 
 std::string ProcessResult::describe() const {
   if (timed_out) return "timed out and was killed";
@@ -23,8 +45,22 @@ std::string ProcessResult::describe() const {
   return "exit code " + std::to_string(exit_code);
 }
 
+std::string describe(const ProcessResult& p, const ResidentWatch& w) {
+  if (w.exceeded_bytes > 0)
+    return "held " + std::to_string(w.exceeded_bytes >> 20) + " MiB of resident memory, past its limit of " +
+           std::to_string(w.limit_bytes >> 20) + " MiB, and was killed";
+  return p.describe();
+}
+
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input,
                           const ProcessLimits& limits) {
+  ResidentWatch none;
+  return run_process(argv, input, limits, none);
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input,
+                          const ProcessLimits& limits, ResidentWatch& watch) {
+  watch.exceeded_bytes = 0;
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (pipe2(in_pipe, O_CLOEXEC) || pipe2(out_pipe, O_CLOEXEC) || pipe2(err_pipe, O_CLOEXEC))
     throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
@@ -69,7 +105,16 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
     if (out_fd >= 0) fds[n++] = {out_fd, POLLIN, 0};
     if (err_fd >= 0) fds[n++] = {err_fd, POLLIN, 0};
     if (in_fd >= 0) fds[n++] = {in_fd, POLLOUT, 0};
-    int wait_ms = 100;
+    int wait_ms = watch.limit_bytes > 0 ? 20 : 100;
+    if (watch.limit_bytes > 0) {
+      const long long rss = resident_bytes_of(pid);
+      if (rss > watch.limit_bytes) {
+        watch.exceeded_bytes = rss;
+        kill(-pid, SIGKILL);
+        kill(pid, SIGKILL);
+        break;
+      }
+    }
     if (limits.timeout_s > 0) {
       const double left = limits.timeout_s -
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -79,7 +124,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
         kill(pid, SIGKILL);
         break;
       }
-      wait_ms = static_cast<int>(std::min(left * 1000.0 + 1, 100.0));
+      wait_ms = static_cast<int>(std::min(left * 1000.0 + 1, static_cast<double>(wait_ms)));
     }
     if (poll(fds, n, wait_ms) < 0 && errno != EINTR) break;
     for (int i = 0; i < n; ++i) {

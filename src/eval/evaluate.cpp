@@ -13,6 +13,8 @@
 #include "eval/energy_plan.hpp"
 #include "eval/runner.hpp"
 #include "eval/sol_gate.hpp"
+#include "eval/tsan_probe.hpp"
+#include "eval/worker_path.hpp"
 #include "kforge/error.hpp"
 #include "kforge/problem.hpp"
 #include "kforge/problem_file.hpp"
@@ -394,6 +396,11 @@ EvalResult evaluate(const EvalRequest& req, Backend& backend,
     r.disposition = Disposition::not_supported;
     r.error = e.what();
   }
+  // VerifyOptions::tsan: a passed thorough verdict goes to the race worker too, wherever it was
+  // reached in this process (verify, tune's candidates and winner, distributed jobs), so the
+  // flag means the same everywhere. An isolated worker gets the request without it: its parent
+  // starts the race worker (evaluate_isolated), a sandboxed process could not.
+  if (req.verify.tsan && req.verify.thorough && r.passed()) probe_races(req, {.timeout_s = 600}, worker_path(), r);
   return r;
 }
 

@@ -12,6 +12,7 @@
 #include "kforge/error.hpp"
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
+#include "kforge/resident_watch.hpp"
 #include "eval/tsan_probe.hpp"
 #include "eval/worker_path.hpp"
 #include "kforge/sandbox.hpp"
@@ -83,6 +84,10 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
   // The index_width run's extra address space is the hard limit only: the worker raises its
   // own limit for that run and lowers it after (verify.cpp), so every other run keeps the limit.
   const long long memory_hard = memory > 0 ? memory + wide_index_bytes(req) : 0;
+  // The same figure as resident memory, watched from here (resident_watch.hpp): the limit a kernel
+  // cannot raise. It matters where the address-space limit can be raised: up to the hard limit,
+  // which the sandbox lets the worker do for the address space alone (sandbox.cpp), and which
+  // only the index_width run needs (its wide tensors are mapped, hardly any of it resident).
   // A problem loaded from a file in this process is loaded again by the worker, from its path.
   EvalRequest sent = req;
   if (sent.problem_file.empty()) {
@@ -94,9 +99,10 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
   }
   std::vector<std::string> argv{worker_path()};
   if (!limits.sandbox) argv.emplace_back("--no-sandbox");
+  ResidentWatch resident{.limit_bytes = memory};
   const ProcessResult p = run_process(argv, sent.to_json().dump(),
                                       {.timeout_s = limits.timeout_s, .memory_bytes = memory,
-                                       .memory_hard_bytes = memory_hard});
+                                       .memory_hard_bytes = memory_hard}, resident);
   std::string unreadable, refused;
   const WorkerStderr err = split_progress(p.err);
   const std::string during = err.last_run.empty() ? "" : " during verification run: " + err.last_run;
@@ -146,7 +152,7 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
     if (!rest.empty()) r.error += ": " + tail(rest);
   } else {
     r.disposition = Disposition::crashed;
-    r.error = unreadable.empty() ? "the worker running the kernel " + p.describe()
+    r.error = unreadable.empty() ? "the worker running the kernel " + describe(p, resident)
                                  : "the worker's result could not be read (" + unreadable + ")";
     r.error += during;
     if (!err.text.empty()) r.error += ": " + tail(err.text);

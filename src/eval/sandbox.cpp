@@ -18,6 +18,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -205,6 +206,8 @@ void jump(Program& p, std::uint16_t code, std::uint32_t k, std::uint8_t jt, std:
 }
 
 constexpr std::uint32_t kArg0 = offsetof(seccomp_data, args[0]);  // its low 32 bits (little-endian)
+constexpr std::uint32_t kArg1 = offsetof(seccomp_data, args[1]);
+constexpr std::uint32_t kArg2 = offsetof(seccomp_data, args[2]);  // +4: its high 32 bits
 
 // A call allowed only when its first argument (low 32 bits) is one of `values`.
 void only_if_first_arg_in(Program& p, long nr, const std::vector<std::uint32_t>& values) {
@@ -258,13 +261,35 @@ Program build() {
   only_if_first_arg_is(p, __NR_rt_sigqueueinfo, self);
   only_if_first_arg_is(p, __NR_rt_tgsigqueueinfo, self);
   // prlimit64: this process's own limits (pid 0, as glibc's getrlimit and setrlimit pass, or its
-  // own pid), never another's (lowering kforge's limits).
-  jump(p, BPF_JMP | BPF_JEQ | BPF_K, __NR_prlimit64, 0, 5);
+  // own pid), never another's (lowering kforge's limits). Reading them (no new limit) is
+  // allowed; setting one fails with EPERM, so a kernel cannot raise its soft limits to the hard
+  // ones (nor, as root, raise the hard ones). One exception: where the worker was started with
+  // room above its address-space limit (soft < hard: the index_width run's, isolate.cpp), the
+  // address space may be set, which the worker does around that run (verify.cpp); a kernel
+  // could raise it too, up to the hard limit, so its parent also watches the worker's resident
+  // memory at the ordinary limit (kforge/resident_watch.hpp), which nothing here can raise.
+  rlimit as{};
+  const bool address_space_room = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur < as.rlim_max;
+  jump(p, BPF_JMP | BPF_JEQ | BPF_K, __NR_prlimit64, 0, address_space_room ? 12 : 10);
   stmt(p, BPF_LD | BPF_W | BPF_ABS, kArg0);
-  jump(p, BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0);
-  jump(p, BPF_JMP | BPF_JEQ | BPF_K, self, 0, 1);
-  stmt(p, BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  jump(p, BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0);
+  jump(p, BPF_JMP | BPF_JEQ | BPF_K, self, 1, 0);
   stmt(p, BPF_RET | BPF_K, SECCOMP_RET_TRAP);
+  stmt(p, BPF_LD | BPF_W | BPF_ABS, kArg2);  // the new limit's pointer: null for a read
+  jump(p, BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2);
+  stmt(p, BPF_LD | BPF_W | BPF_ABS, kArg2 + 4);
+  jump(p, BPF_JMP | BPF_JEQ | BPF_K, 0, address_space_room ? 3 : 1, 0);
+  if (address_space_room) {
+    stmt(p, BPF_LD | BPF_W | BPF_ABS, kArg1);
+    jump(p, BPF_JMP | BPF_JEQ | BPF_K, RLIMIT_AS, 1, 0);
+  }
+  stmt(p, BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+  stmt(p, BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+#ifdef __NR_setrlimit
+  // The older call (glibc sets limits through prlimit64): setting is refused the same way.
+  jump(p, BPF_JMP | BPF_JEQ | BPF_K, __NR_setrlimit, 0, 1);
+  stmt(p, BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+#endif
   // The SIGSYS handler is the sandbox's report: replacing it (or asking for it) ends the
   // process at once; the handler itself ends the process this way.
   jump(p, BPF_JMP | BPF_JEQ | BPF_K, __NR_rt_sigaction, 0, 4);

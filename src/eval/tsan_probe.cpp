@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "kforge/resident_watch.hpp"
 #include "kforge/util.hpp"
 
 #ifndef KFORGE_TSAN_RUNTIME
@@ -141,11 +142,12 @@ TsanRun tsan_run_of(const EvalRequest& req) {
 
 void note_skipped(const std::string& why, EvalResult& r) { add_check(r, true, "ThreadSanitizer skipped: " + why); }
 
-void apply_tsan_run(const ProcessResult& p, const EvalRequest& req, EvalResult& r) {
+// `what`: how the race worker ended, in words (describe()).
+void apply_tsan_run(const ProcessResult& p, const std::string& what, const EvalRequest& req, EvalResult& r) {
   const std::vector<Race> races = data_races(p.err);
   if (races.empty()) {
     if (p.ok()) add_check(r, true, "ThreadSanitizer saw no data race in the kernel's code (each block on a thread of its own)");
-    else note_skipped("its worker " + p.describe(), r);
+    else note_skipped("its worker " + what, r);
     return;
   }
   const std::string source = req.kernel.source_path.empty()
@@ -175,7 +177,14 @@ void probe_races(const EvalRequest& sent, const IsolationLimits& limits, const s
   std::vector<std::string> argv = t.env;
   argv.push_back(worker);
   if (!limits.sandbox) argv.emplace_back("--no-sandbox");
-  apply_tsan_run(run_process(argv, t.req.to_json().dump(), {.timeout_s = limits.timeout_s}), sent, r);
+  // No address-space limit (ThreadSanitizer reserves terabytes for its shadow, of which only
+  // what the kernel touches becomes resident), but the ordinary worker's figure as a limit on
+  // resident memory, watched from here, so a kernel that allocates without bound is still
+  // stopped. The shadow of what the kernel touches counts too (about twice as much again): a
+  // kernel near its limit may not fit under ThreadSanitizer, and the check then says so.
+  ResidentWatch resident{.limit_bytes = limits.memory_bytes > 0 ? limits.memory_bytes : 0};
+  const ProcessResult p = run_process(argv, t.req.to_json().dump(), {.timeout_s = limits.timeout_s}, resident);
+  apply_tsan_run(p, describe(p, resident), sent, r);
 }
 
 }  // namespace kforge

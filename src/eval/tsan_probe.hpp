@@ -21,8 +21,9 @@ namespace kforge {
 // (`nondeterministic`, check `race`, naming both accesses by source line; a verdict that had
 // already failed keeps its failure and lists the race beside it); none adds a passed `race`
 // check; a race worker that could not run adds a passed check saying why (the verdict stands).
-// The race worker has the time limit but no address-space limit: ThreadSanitizer reserves
-// terabytes of address space for its shadow memory (backed only where the kernel touches).
+// The race worker has the time limit and, instead of an address-space limit (ThreadSanitizer
+// reserves terabytes of address space for its shadow memory, backed only where the kernel
+// touches), limits.memory_bytes as a limit on its resident memory, watched by the caller.
 void probe_races(const EvalRequest& sent, const IsolationLimits& limits, const std::string& worker,
                  EvalResult& r);
 

@@ -46,6 +46,11 @@ json instance_property(const std::string& name) {
              "protocol (also other distributions, determinism, perturbation, fuzzed shapes)"}};
   if (name == "seed")
     return {{"type", "integer"}, {"minimum", 0}, {"description", "seed of the input generator"}};
+  if (name == "tsan")
+    return {{"type", "boolean"},
+            {"description",
+             "cpu, thorough: after a pass, run the kernel once more built with ThreadSanitizer, each "
+             "block on a thread of its own; a data race fails it (nondeterministic, check race)"}};
   throw std::logic_error("no instance property " + name);
 }
 
@@ -169,6 +174,10 @@ EvalRequest request_of(const json& args, const Problem& p, const KernelSpec& ker
   r.backend = backend;
   r.verify.thorough = !args.value("quick", false);
   if (args.contains("seed")) r.verify.seed = args["seed"].get<std::uint64_t>();
+  r.verify.tsan = args.value("tsan", false);
+  if (r.verify.tsan && !r.verify.thorough) throw UsageError("tsan is a thorough check: drop quick");
+  if (r.verify.tsan && backend != "cpu")
+    throw UsageError("tsan sees cpu kernels only (this runs on " + backend + "): drop tsan");
   return r;
 }
 

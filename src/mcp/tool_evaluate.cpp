@@ -89,6 +89,7 @@ std::string replay_line(const json& a, const EvalRequest& req) {
       req.backend, assignments(req.sizes), dtype_name(req.dtype), req.verify.seed,
       req.verify.thorough ? "" : " --quick");
   if (!req.scalars.empty()) line += " --scalar " + assignments(req.scalars);
+  if (req.verify.tsan) line += " --tsan";
   return line + (req.bench ? " --bench" : "");
 }
 
@@ -237,7 +238,7 @@ Tool evaluate_tool() {
       "failed check "
       "with the first bad element and a replay command; or time, speedup and SOL) and the full "
       "result JSON.",
-      object_schema({"problem", "sizes", "dtype", "scalars", "params", "backend", "quick", "seed"},
+      object_schema({"problem", "sizes", "dtype", "scalars", "params", "backend", "quick", "seed", "tsan"},
                     extra, {"problem"}),
       false,
       evaluate};
@@ -260,7 +261,7 @@ Tool bench_tool() {
       "GFLOP/s, "
       "GB/s, speed-of-light fraction and the speedup over the problem's baseline (OpenBLAS for "
       "gemm).",
-      object_schema({"problem", "sizes", "dtype", "scalars", "params", "backend", "quick", "seed"},
+      object_schema({"problem", "sizes", "dtype", "scalars", "params", "backend", "quick", "seed", "tsan"},
                     extra, {"problem"}),
       false,
       bench};

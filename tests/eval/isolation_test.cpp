@@ -105,6 +105,22 @@ TEST(Isolation, OnlyTheIndexWidthRunGoesBeyondTheMemoryLimit) {
   EXPECT_TRUE(wide_ran) << "the index_width run did not get its room under the limit";
 }
 
+// A kernel may not raise its own limits: the sandbox refuses setting any (EPERM), so under a
+// 1 GiB limit its 3 GiB fail and it aborts, root or not. Where the worker has room above its
+// address-space limit (gemm's index_width run), the sandbox lets the address space be set,
+// and the kernel raises it; the parent's resident-memory watchdog then stops it at the limit.
+TEST(Isolation, AKernelCannotRaiseItsOwnLimits) {
+  EvalRequest req = request_for("hostile/raises_own_limit.cpp");
+  req.verify.index_width = false;  // no room: soft == hard
+  const EvalResult r = evaluate_isolated(req, {.timeout_s = 60, .memory_bytes = 1ll << 30});
+  EXPECT_EQ(r.disposition, Disposition::crashed) << r.error;
+  EXPECT_NE(r.error.find("signal 6"), std::string::npos) << r.error;  // abort(): an allocation failed
+  req.verify.index_width = true;  // the wide run's room as the hard limit
+  const EvalResult w = evaluate_isolated(req, {.timeout_s = 60, .memory_bytes = 1ll << 30});
+  EXPECT_EQ(w.disposition, Disposition::crashed) << w.error;
+  EXPECT_NE(w.error.find("MiB of resident memory, past its limit of 1024 MiB"), std::string::npos) << w.error;
+}
+
 TEST(Isolation, SyntaxErrorIsCompileErrorWithTheCompilersWords) {
   const EvalResult r = run("syntax_error.cpp");
   ASSERT_EQ(r.disposition, Disposition::compile_error) << r.error;

@@ -72,6 +72,23 @@ TEST(TsanRace, TheRaceWorkerNamesTheTwoAccessesOfSplitK) {
   std::printf("[ race ] %s\n", e.c_str());
 }
 
+// The race worker has no address-space limit (ThreadSanitizer's shadow), but its resident
+// memory is watched at the ordinary worker's limit: a kernel touching 3 GiB is stopped at
+// 512 MiB, and the check says why it could not run (the verdict it was given stands).
+TEST(TsanRace, TheRaceWorkerIsStoppedAtTheResidentMemoryLimit) {
+  if (tsan_runtime().empty()) GTEST_SKIP() << "no ThreadSanitizer runtime in this build";
+  const std::string src = std::string(KFORGE_TEST_DATA) + "/hostile/raises_own_limit.cpp";
+  const EvalRequest req = candidate(src, "ceil_div(M,16)", {}, {{"M", 24}, {"N", 20}, {"K", 36}});
+  EvalResult r = passed_verdict(req);
+  probe_races(req, {.timeout_s = 60, .memory_bytes = 512ll << 20}, worker(), r);
+  ASSERT_TRUE(r.verify);
+  ASSERT_FALSE(r.verify->checks.empty());
+  const auto& c = r.verify->checks.back();
+  EXPECT_EQ(c.name, "race");
+  EXPECT_NE(c.detail.find("MiB of resident memory, past its limit of 512 MiB"), std::string::npos) << c.detail;
+  EXPECT_EQ(r.disposition, Disposition::passed);  // the verdict it was given stands
+}
+
 TEST(TsanRace, ACorrectKernelIsNotFlaggedEndToEnd) {
   if (tsan_runtime().empty()) GTEST_SKIP() << "no ThreadSanitizer runtime in this build";
   // Three blocks of 16 rows and a tail block: every pair of blocks runs concurrently.
