@@ -5,9 +5,11 @@
 // lose (it multiplies every stored zero, and pads every block row to the fullest one's count).
 //
 // Matrices M = K (--rows), N dense columns (--cols): block at 5%, banded at 2%, uniform at 1% and
-// 10% (the library's generators, values uniform in [-1, 1)). The blocked-ELL copy is made once
-// (sparse::to_blocked_ell, not timed); its fill (nonzero share of the stored cells) is printed.
-// Every variant's C is checked against spmm's double reference (1e-4 relative to the row's
+// 10%. Each comes from the spmm_bell problem (kernels/sparse/spmm_bell_problem.hpp: the pattern
+// generator tiled at BS, EC = the fullest block row's tiles, so nothing is cut; not timed) and its
+// library kernel spmm_bell.cpu; the CSR copy for spmm.cpu is the same stored matrix
+// (sparse::to_csr). Its fill (nonzero share of the stored cells, padding slots included) is
+// printed. Both C are checked against spmm_bell's double reference (1e-4 relative to the row's
 // magnitude) before timing; then `--rounds` rounds, each timing every variant (median of its
 // samples) in turn; ratio per round = spmm.cpu / blocked-ELL (> 1: blocked-ELL faster), median
 // over rounds (min..max). CPU timings.
@@ -26,16 +28,21 @@ using namespace kforge;
 
 namespace {
 
-bench::Launch compile_bell(Backend& backend, std::int64_t bs, std::int64_t block_rows, std::int64_t N) {
-  bench::Launch l;
-  l.params = {{"BS", bs}, {"BN", 64}, {"NV", bs <= 4 ? 2 : 1}, {"VW", 0}};
-  Defines defines;
-  for (const auto& [k, v] : l.params) defines.emplace_back(k, std::to_string(v));
-  defines.emplace_back("KF_DTYPE_FP32", "1");
-  l.module = backend.compile(embedded_file("kernels/sparse/spmm_bell.cpp"), "spmm_bell", defines);
-  l.geometry.grid = {(N + 63) / 64, block_rows, 1};
-  l.backend = &backend;
-  return l;
+// The stored blocked-ELL matrix of a spmm_bell instance.
+sparse::BlockedEll stored(const Instance& in) {
+  sparse::BlockedEll e;
+  e.rows = in.sizes.at("M"), e.cols = in.sizes.at("K"), e.block = in.sizes.at("BS"), e.ell_cols = in.sizes.at("EC");
+  e.block_col.assign(in.tensors[0].begin(), in.tensors[0].end());
+  e.values = in.tensors[1];
+  return e;
+}
+
+std::vector<Arg> args_of(const std::vector<std::unique_ptr<Buffer>>& bufs, const Sizes& s, const std::vector<std::string>& names) {
+  std::vector<Arg> a;
+  for (const auto& b : bufs) a.push_back(Arg::buf(*b));
+  for (const auto& n : names) a.push_back(Arg::i(static_cast<std::int32_t>(s.at(n))));
+  a.push_back(Arg::f(0.0f));  // pattern: kernels ignore it
+  return a;
 }
 
 }  // namespace
@@ -55,7 +62,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   auto backend = make_backend("cpu", {.threads = threads});
-  const auto problem = find_problem("spmm");
+  const auto csr_problem = find_problem("spmm"), bell_problem = find_problem("spmm_bell");
   fmt::print(stderr, "cpu: {}\n", backend->device());
   MeasureOptions o;
   o.min_repetitions = 5;
@@ -75,49 +82,59 @@ int main(int argc, char** argv) {
   fmt::print("| matrix | nnz | BS | fill | EC | spmm.cpu (CSR) ms | blocked-ELL ms | CSR / blocked-ELL | load |\n");
   fmt::print("|---|---:|---:|---:|---:|---:|---:|---|---:|\n");
   for (const auto& input : inputs) {
-    sparse::Csr a = sparse::generate(input.pattern, M, M, std::llround(input.density * M * M), 13);
-    const Sizes sizes{{"M", M}, {"K", M}, {"N", N}, {"NNZ", std::max<std::int64_t>(1, a.nnz())}};
-    Instance in = problem->make_instance(sizes, DType::fp32, Distribution::normal, 0x5eed, 1, {{"pattern", 0}});
-    for (std::int64_t r = 0; r <= M; ++r) in.tensors[0][r] = static_cast<double>(a.row_ptr[r]);
-    for (std::int64_t p = 0; p < a.nnz(); ++p) {
-      in.tensors[1][p] = static_cast<double>(a.col_idx[p]);
-      a.values[p] = in.tensors[2][p] = static_cast<float>(in.tensors[2][p]);
-    }
-    std::vector<std::vector<double>> ref, mag;
-    problem->reference(in, ref, mag);
-    std::vector<std::unique_ptr<Buffer>> b;
-    for (int t = 0; t < 4; ++t) b.push_back(bench::upload(*backend, in.tensors[t]));
-    auto c = bench::upload(*backend, {}, M * N);
-    const std::vector<Arg> csr_args{Arg::buf(*b[0]), Arg::buf(*b[1]), Arg::buf(*b[2]), Arg::buf(*b[3]), Arg::buf(*c),
-                                    Arg::i(static_cast<std::int32_t>(M)), Arg::i(static_cast<std::int32_t>(M)),
-                                    Arg::i(static_cast<std::int32_t>(N)), Arg::i(static_cast<std::int32_t>(sizes.at("NNZ"))),
-                                    Arg::f(0.0f)};
-    const bench::Launch csr = bench::prepare(*backend, *problem, sizes);
-    const auto check = [&](const std::string& what) {
-      const auto got = bench::download(*backend, *c, M * N);
-      for (std::int64_t e = 0; e < M * N; ++e)
-        if (std::fabs(got[e] - ref[0][e]) > 1e-4 * (1 + mag[0][e]))
-          throw std::runtime_error(fmt::format("{} is wrong on {} at C[{}]: {} vs {}", what, input.name, e, got[e], ref[0][e]));
-    };
-    csr(csr_args);
-    check("spmm.cpu");
+    const std::int64_t nnz = std::llround(input.density * M * M);
     for (const std::int64_t bs : blocks) {
-      const sparse::BlockedEll e = sparse::to_blocked_ell(a, bs);
-      auto bc = bench::upload(*backend, std::vector<double>(e.block_col.begin(), e.block_col.end()), 1);
-      auto bv = bench::upload(*backend, e.values, 1);
-      const std::vector<Arg> bell_args{Arg::buf(*bc), Arg::buf(*bv), Arg::buf(*b[3]), Arg::buf(*c),
-                                       Arg::i(static_cast<std::int32_t>(M)), Arg::i(static_cast<std::int32_t>(M)),
-                                       Arg::i(static_cast<std::int32_t>(N)), Arg::i(static_cast<std::int32_t>(e.ell_cols))};
-      const bench::Launch bell = compile_bell(*backend, bs, e.block_rows(), N);
+      // EC = K/BS holds every tile; the instance is then made again at the fullest block row's
+      // count (same seed and trial: the same pattern), as a user would size it.
+      const Scalars pattern{{"pattern", static_cast<double>(input.pattern)}};
+      Sizes sb{{"M", M}, {"K", M}, {"N", N}, {"NNZ", nnz}, {"BS", bs}, {"EC", (M + bs - 1) / bs}};
+      std::int64_t ec = 1;
+      {
+        const Instance wide = bell_problem->make_instance(sb, DType::fp32, Distribution::normal, 0x5eed, 1, pattern);
+        for (std::size_t q = 0; q < wide.tensors[0].size(); q += sb.at("EC")) {
+          std::int64_t n = 0;
+          while (n < sb.at("EC") && wide.tensors[0][q + n] >= 0) ++n;
+          ec = std::max(ec, n);
+        }
+      }
+      sb["EC"] = ec;
+      const Instance bin = bell_problem->make_instance(sb, DType::fp32, Distribution::normal, 0x5eed, 1, pattern);
+      const sparse::BlockedEll e = stored(bin);
+      const sparse::Csr a = sparse::to_csr(e);
+      std::vector<std::vector<double>> ref, mag;
+      bell_problem->reference(bin, ref, mag);
+
+      const Sizes sc{{"M", M}, {"K", M}, {"N", N}, {"NNZ", std::max<std::int64_t>(1, a.nnz())}};
+      std::vector<double> row_ptr(a.row_ptr.begin(), a.row_ptr.end()), col_idx(a.col_idx.begin(), a.col_idx.end());
+      std::vector<std::unique_ptr<Buffer>> cb, bb;
+      cb.push_back(bench::upload(*backend, row_ptr));
+      cb.push_back(bench::upload(*backend, col_idx, 1));
+      cb.push_back(bench::upload(*backend, a.values, 1));
+      cb.push_back(bench::upload(*backend, bin.tensors[2]));
+      cb.push_back(bench::upload(*backend, {}, M * N));
+      for (int t = 0; t < 3; ++t) bb.push_back(bench::upload(*backend, bin.tensors[t]));
+      bb.push_back(bench::upload(*backend, {}, M * N));
+      const std::vector<Arg> csr_args = args_of(cb, sc, {"M", "K", "N", "NNZ"});
+      const std::vector<Arg> bell_args = args_of(bb, sb, {"M", "K", "N", "NNZ", "BS", "EC"});
+      const bench::Launch csr = bench::prepare(*backend, *csr_problem, sc);
+      const bench::Launch bell = bench::prepare(*backend, *bell_problem, sb);
+      const auto check = [&](const std::string& what, Buffer& c) {
+        const auto got = bench::download(*backend, c, M * N);
+        for (std::int64_t i = 0; i < M * N; ++i)
+          if (std::fabs(got[i] - ref[0][i]) > 1e-4 * (1 + mag[0][i]))
+            throw std::runtime_error(fmt::format("{} is wrong on {} at C[{}]: {} vs {}", what, input.name, i, got[i], ref[0][i]));
+      };
+      csr(csr_args);
+      check("spmm.cpu", *cb[4]);
       bell(bell_args);
-      check(fmt::format("blocked-ELL BS={}", bs));
+      check(fmt::format("spmm_bell.cpu BS={}", bs), *bb[3]);
       std::vector<double> t_csr, t_bell, ratio;
       for (int r = 0; r < rounds; ++r) {
         t_csr.push_back(measure([&] { return csr(csr_args); }, o).median_s);
         t_bell.push_back(measure([&] { return bell(bell_args); }, o).median_s);
         ratio.push_back(t_csr.back() / t_bell.back());
       }
-      fmt::print("| {} | {} | {} | {:.2f} | {} | {:.3f} | {:.3f} | {} | {} |\n", input.name, a.nnz(), bs, e.fill(), e.ell_cols,
+      fmt::print("| {} | {} | {} | {:.2f} | {} | {:.3f} | {:.3f} | {} | {} |\n", input.name, a.nnz(), bs, e.fill(), ec,
                  median_of(t_csr) * 1e3, median_of(t_bell) * 1e3, bench::ratio_cell(ratio), bench::load_average());
     }
   }

@@ -17,6 +17,7 @@ std::shared_ptr<Problem> make_cartpole_problem();                     // kernels
 std::shared_ptr<Problem> make_moe_problem();  // kernels/moe
 std::shared_ptr<Problem> make_spmm_problem();   // kernels/sparse
 std::shared_ptr<Problem> make_sddmm_problem();  // kernels/sparse
+std::shared_ptr<Problem> make_spmm_bell_problem();  // kernels/sparse
 std::shared_ptr<Problem> make_fusedmm_problem();  // kernels/sparse
 std::shared_ptr<Problem> make_spmspv_problem();   // kernels/sparse
 std::shared_ptr<Problem> make_gnn_aggregate_problem();  // kernels/sparse
@@ -62,6 +63,7 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_moe_problem(),
       make_spmm_problem(),
       make_sddmm_problem(),
+      make_spmm_bell_problem(),
       make_fusedmm_problem(),
       make_spmspv_problem(),
       make_gnn_aggregate_problem(),

@@ -23,6 +23,28 @@ namespace kforge::sparse_family {
 
 enum { kPtr, kIdx };  // every sparse problem's first two tensors
 
+// spmm's reference: c += A B and m += |A| |B| in double, A (rows) in CSR given by its arrays (the
+// kernels' float-stored indices or sparse::Csr's), B (.., N) row-major; rows in parallel.
+template <class Ptr, class Idx, class Val>
+void csr_times_dense(std::int64_t rows, const Ptr* rp, const Idx* ci, const Val* v, const double* B, std::int64_t N,
+                     std::vector<double>& c, std::vector<double>& m) {
+  parallel_for(rows, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r)
+      for (auto p = static_cast<std::int64_t>(rp[r]); p < static_cast<std::int64_t>(rp[r + 1]); ++p) {
+        const double a = v[p], abs_a = std::fabs(a);
+        const double* b = &B[static_cast<std::int64_t>(ci[p]) * N];
+        for (std::int64_t j = 0; j < N; ++j) {
+          c[r * N + j] += a * b[j];
+          m[r * N + j] += abs_a * std::fabs(b[j]);
+        }
+      }
+  });
+}
+inline void csr_times_dense(const sparse::Csr& a, const double* B, std::int64_t N, std::vector<double>& c,
+                            std::vector<double>& m) {
+  csr_times_dense(a.rows, a.row_ptr.data(), a.col_idx.data(), a.values.data(), B, N, c, m);
+}
+
 class SparseProblem : public Problem {
  public:
   std::vector<DType> dtypes() const override { return {DType::fp32}; }
