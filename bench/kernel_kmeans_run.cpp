@@ -61,14 +61,17 @@ int main(int argc, char** argv) {
   CLI::App app{"kernel k-means to convergence with kforge's kernel_kmeans step"};
   std::int64_t n = 10000, d = 3, k = 8;
   int max_iters = 100, threads = 0;
-  double gamma = 0.1;
+  double gamma = 0.1, kind = 0, degree = 3, coef0 = 1;
   std::uint64_t seed = 1;
   std::string backend_name = "cpu", x_path, labels_path, out_path, params_text;
   bool check = false;
   app.add_option("--n", n, "points");
   app.add_option("--d", d, "dimensions");
   app.add_option("--k", k, "clusters");
-  app.add_option("--gamma", gamma, "RBF kernel exp(-gamma |x-y|^2)");
+  app.add_option("--gamma", gamma, "the kernel's gamma: RBF exp(-gamma |x-y|^2), poly (gamma <x,y> + coef0)^degree");
+  app.add_option("--kind", kind, "0: RBF kernel, 1: polynomial kernel");
+  app.add_option("--degree", degree, "the polynomial kernel's degree (integer 1..8)");
+  app.add_option("--coef0", coef0, "the polynomial kernel's coef0");
   app.add_option("--seed", seed, "seed of the blobs and initial labels (without --x)");
   app.add_option("--x", x_path, "points, raw float32 N x D");
   app.add_option("--labels", labels_path, "initial labels, raw float32 N (integers in [0, K))");
@@ -84,6 +87,7 @@ int main(int argc, char** argv) {
     const auto p = find_problem("kernel_kmeans");
     const Sizes sizes = p->resolve_sizes({{"N", n}, {"D", d}, {"K", k}});
     p->check_sizes(sizes);
+    p->check_scalars({{"gamma", gamma}, {"kind", kind}, {"degree", degree}, {"coef0", coef0}});
     std::vector<float> x, labels;
     if (x_path.empty()) {
       make_blobs(n, d, k, seed, x, labels);
@@ -105,7 +109,8 @@ int main(int argc, char** argv) {
     defines.emplace_back("KF_DTYPE_FP32", "1");
     auto module = backend->compile(spec.source, spec.entry, defines, spec.source_path);
 
-    // Buffers in the ABI's order: X, L, DIST, NEWL, SYNC (zero), then N, D, K, gamma.
+    // Buffers in the ABI's order: X, L, DIST, NEWL, SYNC (zero), then N, D, K, gamma, kind,
+    // degree, coef0.
     const std::vector<float> zero(1, 0.0f);
     auto bx = backend->alloc(x.size() * 4), bl = backend->alloc(labels.size() * 4);
     auto bdist = backend->alloc(static_cast<std::size_t>(n * k) * 4), bnew = backend->alloc(labels.size() * 4);
@@ -115,13 +120,16 @@ int main(int argc, char** argv) {
     backend->write(*bsync, zero.data(), 4);
     const std::vector<Arg> args{Arg::buf(*bx), Arg::buf(*bl), Arg::buf(*bdist), Arg::buf(*bnew), Arg::buf(*bsync),
                                 Arg::i(static_cast<std::int32_t>(n)), Arg::i(static_cast<std::int32_t>(d)),
-                                Arg::i(static_cast<std::int32_t>(k)), Arg::f(static_cast<float>(gamma))};
+                                Arg::i(static_cast<std::int32_t>(k)), Arg::f(static_cast<float>(gamma)),
+                                Arg::f(static_cast<float>(kind)), Arg::f(static_cast<float>(degree)),
+                                Arg::f(static_cast<float>(coef0))};
     const LaunchGeometry g = spec.geometry(params, sizes);
 
     Instance ref_in;  // the reference's state: X in double, its own labels
     if (check) {
       ref_in.sizes = sizes;
-      ref_in.scalars = {{"gamma", static_cast<float>(gamma)}};  // the value the kernel sees
+      ref_in.scalars = {{"gamma", static_cast<float>(gamma)}, {"kind", kind}, {"degree", degree},
+                        {"coef0", static_cast<float>(coef0)}};  // the values the kernel sees
       ref_in.tensors = {std::vector<double>(x.begin(), x.end()), std::vector<double>(labels.begin(), labels.end()),
                         {}, {}, {0.0}};
     }
@@ -163,7 +171,8 @@ int main(int argc, char** argv) {
     for (double s : seconds) total += s;
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
-    const nlohmann::json out{{"n", n}, {"d", d}, {"k", k}, {"gamma", gamma}, {"backend", backend->device()},
+    const nlohmann::json out{{"n", n}, {"d", d}, {"k", k}, {"gamma", gamma}, {"kind", kind}, {"degree", degree},
+                             {"coef0", coef0}, {"backend", backend->device()},
                              {"params", params}, {"iterations", seconds.size()}, {"converged", converged},
                              {"changes", changes}, {"kernel_s_total", total},
                              {"kernel_s_per_iter_median", sorted[sorted.size() / 2]},

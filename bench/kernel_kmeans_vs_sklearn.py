@@ -18,6 +18,10 @@ data: kforge's kernel launches, sklearn's Gram matrix plus its iterations. The f
 the two sides are compared (they agree unless a near-tie went the other way).
 
   python3 bench/kernel_kmeans_vs_sklearn.py --sizes 2000,8000,20000 --rounds 3 --threads 2
+  python3 bench/kernel_kmeans_vs_sklearn.py --kernel poly --degree 3 --coef0 1 --sizes 2000,8000
+
+--kernel poly: the polynomial kernel (gamma <x, y> + coef0)^degree, sklearn's polynomial_kernel
+against kernel_kmeans with --kind 1.
 """
 import argparse
 import json
@@ -34,11 +38,15 @@ import bench_venv  # noqa: E402
 
 def peer_main(args):
     import numpy as np
-    from sklearn.metrics.pairwise import rbf_kernel
+    from sklearn.metrics.pairwise import polynomial_kernel, rbf_kernel
     x = np.fromfile(args.x, dtype=np.float32).reshape(args.n, args.d)
     labels = np.fromfile(args.labels, dtype=np.float32).astype(np.int64)
     t0 = time.perf_counter()
-    g = rbf_kernel(x, gamma=args.gamma).astype(np.float32, copy=False)
+    if args.kernel == "poly":
+        g = polynomial_kernel(x, degree=args.degree, gamma=args.gamma, coef0=args.coef0)
+    else:
+        g = rbf_kernel(x, gamma=args.gamma)
+    g = g.astype(np.float32, copy=False)
     diag = np.diagonal(g).copy()
     iters = 0
     for iters in range(1, args.max_iters + 1):
@@ -80,6 +88,9 @@ def main():
     ap.add_argument("--d", type=int, default=3)
     ap.add_argument("--k", type=int, default=8)
     ap.add_argument("--gamma", type=float, default=0.1)
+    ap.add_argument("--kernel", choices=["rbf", "poly"], default="rbf")
+    ap.add_argument("--degree", type=int, default=3, help="poly: the degree (1..8)")
+    ap.add_argument("--coef0", type=float, default=1.0, help="poly: coef0")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
@@ -99,7 +110,8 @@ def main():
                OPENBLAS_THREAD_TIMEOUT="4")
     runner = os.path.join(args.build, "bench", "kernel_kmeans_run")
     scratch = tempfile.mkdtemp(prefix="kernel_kmeans_bench_")
-    print(f"# kernel k-means to convergence, RBF gamma={args.gamma}, D={args.d}, K={args.k}, seed {args.seed}, "
+    kernel = "RBF" if args.kernel == "rbf" else f"polynomial degree={args.degree} coef0={args.coef0}"
+    print(f"# kernel k-means to convergence, {kernel} gamma={args.gamma}, D={args.d}, K={args.k}, seed {args.seed}, "
           f"{args.threads} threads, {args.rounds} rounds; CPU timings; load average {os.getloadavg()[0]:.2f} at start")
     print("| N | side | iterations | time s, median (min..max) | peak RSS MiB | sklearn / kforge | labels differing |")
     print("|---|---|---|---|---|---|---|")
@@ -121,12 +133,15 @@ def main():
             for side in t:
                 outs[side] = os.path.join(scratch, f"{side}{n}.f32")
                 common = ["--n", str(n), "--d", str(args.d), "--k", str(args.k), "--gamma", str(args.gamma),
-                          "--x", xp, "--labels", lp, "--out", outs[side], "--max-iters", str(args.max_iters)]
+                          "--x", xp, "--labels", lp, "--out", outs[side], "--max-iters", str(args.max_iters),
+                          "--degree", str(args.degree), "--coef0", str(args.coef0)]
                 if side == "kforge":
-                    res, mib = run_child([runner, "--threads", str(args.threads)] + common, env)
+                    kind = ["--kind", "1" if args.kernel == "poly" else "0"]
+                    res, mib = run_child([runner, "--threads", str(args.threads)] + kind + common, env)
                     t[side].append(res["kernel_s_total"])
                 else:
-                    res, mib = run_child([sys.executable, os.path.abspath(__file__), "--peer"] + common, env)
+                    res, mib = run_child([sys.executable, os.path.abspath(__file__), "--peer", "--kernel", args.kernel]
+                                         + common, env)
                     t[side].append(res["seconds"])
                 rss[side].append(mib)
                 iters[side] = res["iterations"]

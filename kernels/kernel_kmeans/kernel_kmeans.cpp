@@ -1,4 +1,7 @@
-// kernel_kmeans for the cpu backend: one Lloyd step of RBF kernel k-means, never an N x N buffer.
+// kernel_kmeans for the cpu backend: one Lloyd step of kernel k-means, never an N x N buffer.
+// The kernel is a scalar argument: kernel 0 RBF exp(-gamma d2), 1 polynomial
+// (gamma <x_i, x_j> + coef0)^degree (the dot product in registers where RBF keeps d2, the power
+// by degree - 1 products; a template parameter, so the RBF path is the same code as before).
 //
 // Pass 1 (every block): a block owns BI consecutive rows i and walks the points j in tiles of
 // TJ. Each tile is counting-sorted by label as it is copied, transposed (D x P floats), into
@@ -10,7 +13,8 @@
 // the time of one row at a time with d2 stored between passes.)
 // Pass 2 (the last block to finish, counted in SYNC): the cluster sizes |c|, the cluster terms
 // z_c = (sum_{i in c} S_ic) / |c| / |c|, then for every row DIST_ic = 1 - 2 S_ic / |c| + z_c
-// (k(x_i, x_i) = exp(0) = 1) and NEWL_i = the first argmin. O(N K), beside pass 1's O(N^2 D).
+// and NEWL_i = the first argmin. k(x_i, x_i) (1 for RBF) is computed in pass 1 and parked in
+// NEWL_i, which pass 2 reads before it writes the label. O(N K), beside pass 1's O(N^2 D).
 // It resets SYNC to zero for the next launch.
 //
 // Parameters (all #defines):
@@ -61,11 +65,12 @@ static void km_build_tile(const T* X, const T* L, int j0, int nj, int D, int K, 
   }
 }
 
-// acc[r * K + c] += sum over the tile's points j of cluster c of exp(-gamma ||x_r - x_j||^2), for
-// the R rows x_r at x (rows of D): each tile vector is loaded once for R rows, and the
-// squared distances stay in registers up to the exp.
-template <int R>
-static void km_rows(const T* x, const km_tile& t, int D, int K, int P, float gamma, float* acc) {
+// acc[r * K + c] += sum over the tile's points j of cluster c of k(x_r, x_j), for the R rows
+// x_r at x (rows of D): each tile vector is loaded once for R rows, and the squared distances
+// (RBF) or dot products (POLY) stay in registers up to the exp or the power.
+template <int R, bool POLY>
+static void km_rows(const T* x, const km_tile& t, int D, int K, int P, float gamma, int degree, float coef0,
+                    float* acc) {
   for (int c = 0; c < K; ++c) {
     if (t.seg[c + 1] == t.seg[c]) continue;
     vf s[R];
@@ -76,18 +81,43 @@ static void km_rows(const T* x, const km_tile& t, int D, int K, int P, float gam
       for (int d = 0; d < D; ++d) {
         const vf y = kf_load(t.yt + (long long)d * P + q * KF_VW);
         for (int r = 0; r < R; ++r) {
-          const vf diff = kf_splat(x[(long long)r * D + d]) - y;
-          d2[r] += diff * diff;
+          if (POLY) {
+            d2[r] += kf_splat(x[(long long)r * D + d]) * y;  // here the dot product
+          } else {
+            const vf diff = kf_splat(x[(long long)r * D + d]) - y;
+            d2[r] += diff * diff;
+          }
         }
       }
       const vf w = kf_load(t.w + q * KF_VW);
-      for (int r = 0; r < R; ++r) s[r] += kf_exp(d2[r] * -gamma) * w;
+      for (int r = 0; r < R; ++r) {
+        if (POLY) {
+          const vf b = d2[r] * gamma + coef0;
+          vf k = b;
+          for (int e = 1; e < degree; ++e) k *= b;
+          s[r] += k * w;
+        } else {
+          s[r] += kf_exp(d2[r] * -gamma) * w;
+        }
+      }
     }
     for (int r = 0; r < R; ++r) acc[r * K + c] += kf_hsum(s[r]);
   }
 }
 
-// Pass 2, by the last block: DIST from S in place, NEWL, for all N rows.
+// k(x_i, x_i) for row x (D values): 1 for RBF, (gamma |x|^2 + coef0)^degree for the polynomial.
+static float km_self(const T* x, int D, int poly, float gamma, int degree, float coef0) {
+  if (!poly) return 1.0f;
+  float s = 0.0f;
+  for (int d = 0; d < D; ++d) s += x[d] * x[d];
+  const float b = s * gamma + coef0;
+  float k = b;
+  for (int e = 1; e < degree; ++e) k *= b;
+  return k;
+}
+
+// Pass 2, by the last block: DIST from S in place, NEWL (holding k(x_i, x_i) on entry), for all
+// N rows.
 static void km_finish(const T* L, T* DIST, T* NEWL, int N, int K) {
   float* n = (float*)malloc(sizeof(float) * 2 * (size_t)K);
   float* z = n + K;
@@ -101,7 +131,7 @@ static void km_finish(const T* L, T* DIST, T* NEWL, int N, int K) {
     T* row = DIST + (long long)i * K;
     int best = 0;
     for (int c = 0; c < K; ++c) {
-      row[c] = n[c] > 0 ? 1.0f - 2.0f * (row[c] / n[c]) + z[c] : FLT_MAX;
+      row[c] = n[c] > 0 ? NEWL[i] - 2.0f * (row[c] / n[c]) + z[c] : FLT_MAX;
       if (row[c] < row[best]) best = c;  // strict: a tie keeps the lowest cluster
     }
     NEWL[i] = (float)best;
@@ -110,7 +140,8 @@ static void km_finish(const T* L, T* DIST, T* NEWL, int N, int K) {
 }
 
 static void kernel_kmeans_block(const kf_ctx& ctx, const T* X, const T* L, T* DIST, T* NEWL, T* SYNC, int N, int D,
-                                int K, float gamma) {
+                                int K, float gamma, float kind, float degree, float coef0) {
+  const int poly = kind != 0.0f, p = (int)degree;
   const int i0 = (int)ctx.block_idx.x * BI;
   const int ni = N - i0 < BI ? N - i0 : BI;
   // P: the most padded slots a tile can need (each cluster present adds at most one vector).
@@ -127,9 +158,17 @@ static void kernel_kmeans_block(const kf_ctx& ctx, const T* X, const T* L, T* DI
     const int nj = N - j0 < TJ ? N - j0 : TJ;
     km_build_tile(X, L, j0, nj, D, K, P, t);
     int r = 0;
-    for (; r + RB <= ni; r += RB) km_rows<RB>(X + (long long)(i0 + r) * D, t, D, K, P, gamma, acc + r * K);
-    for (; r < ni; ++r) km_rows<1>(X + (long long)(i0 + r) * D, t, D, K, P, gamma, acc + r * K);
+    if (poly) {
+      for (; r + RB <= ni; r += RB)
+        km_rows<RB, true>(X + (long long)(i0 + r) * D, t, D, K, P, gamma, p, coef0, acc + r * K);
+      for (; r < ni; ++r) km_rows<1, true>(X + (long long)(i0 + r) * D, t, D, K, P, gamma, p, coef0, acc + r * K);
+    } else {
+      for (; r + RB <= ni; r += RB)
+        km_rows<RB, false>(X + (long long)(i0 + r) * D, t, D, K, P, gamma, p, coef0, acc + r * K);
+      for (; r < ni; ++r) km_rows<1, false>(X + (long long)(i0 + r) * D, t, D, K, P, gamma, p, coef0, acc + r * K);
+    }
   }
+  for (int r = 0; r < ni; ++r) NEWL[i0 + r] = km_self(X + (long long)(i0 + r) * D, D, poly, gamma, p, coef0);
   for (int r = 0; r < ni; ++r)
     for (int c = 0; c < K; ++c) DIST[(long long)(i0 + r) * K + c] = acc[r * K + c];
   free(mem);

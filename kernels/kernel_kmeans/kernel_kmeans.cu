@@ -1,7 +1,9 @@
-// kernel_kmeans for the cuda backend: one Lloyd step of RBF kernel k-means, never an N x N
-// buffer. Pass 1: one thread per row i; the block stages TJ points (coordinates up to
-// KM_SHARED_D, and their labels) in shared memory at a time, each thread adds exp(-gamma d2) to
-// its cluster's sum (KMAX sums per thread) and writes its row of S into DIST. Pass 2: the block
+// kernel_kmeans for the cuda backend: one Lloyd step of kernel k-means, never an N x N
+// buffer; scalar kind 0: RBF exp(-gamma d2), 1: polynomial (gamma <x_i, x_j> + coef0)^degree.
+// Pass 1: one thread per row i; the block stages TJ points (coordinates up to KM_SHARED_D, and
+// their labels) in shared memory at a time, each thread adds k(x_i, x_j) to its cluster's sum
+// (KMAX sums per thread), writes its row of S into DIST and k(x_i, x_i) into NEWL_i (pass 2
+// reads it there before writing the label). Pass 2: the block
 // that finishes last (atomicAdd on SYNC after a __threadfence, the threadFenceReduction
 // pattern) computes the cluster sizes and terms z_c in shared memory, then DIST and NEWL for
 // every row (see kernel_kmeans.cpp's header), and resets SYNC to zero.
@@ -17,6 +19,13 @@
 
 typedef kf_storage T;  // fp32
 
+// b^p by p - 1 products (p = degree, 1..8).
+__device__ __forceinline__ float km_pow(float b, int p) {
+  float k = b;
+  for (int e = 1; e < p; ++e) k *= b;
+  return k;
+}
+
 __device__ __forceinline__ int km_label(const T* L, long long j, int K) {
   const int c = (int)L[j];
   return c < 0 ? 0 : c >= K ? K - 1 : c;
@@ -24,7 +33,9 @@ __device__ __forceinline__ int km_label(const T* L, long long j, int K) {
 
 extern "C" __global__ void __launch_bounds__(THREADS)
     kernel_kmeans(const T* __restrict__ X, const T* __restrict__ L, T* DIST, T* NEWL, T* SYNC, int N, int D, int K,
-                  float gamma) {
+                  float gamma, float kind, float degree, float coef0) {
+  const bool poly = kind != 0.0f;
+  const int p = (int)degree;
   __shared__ float ys[KM_SHARED_D * TJ];  // (D, TJ): the tile, transposed
   __shared__ int ls[TJ];
   __shared__ float n[KMAX], z[KMAX];
@@ -44,16 +55,20 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     __syncthreads();
     if (!row) continue;
     for (int j = 0; j < nj; ++j) {
-      float d2 = 0.0f;
+      float d2 = 0.0f;  // RBF: the squared distance; polynomial: the dot product
       for (int d = 0; d < D; ++d) {
         const float yv = staged ? ys[d * TJ + j] : X[(long long)(j0 + j) * D + d];
-        d2 += (x[d] - yv) * (x[d] - yv);
+        d2 += poly ? x[d] * yv : (x[d] - yv) * (x[d] - yv);
       }
-      acc[ls[j]] += expf(d2 * -gamma);
+      acc[ls[j]] += poly ? km_pow(d2 * gamma + coef0, p) : expf(d2 * -gamma);
     }
   }
-  if (row)
+  if (row) {
     for (int c = 0; c < K; ++c) DIST[(long long)i * K + c] = acc[c];
+    float s = 0.0f;
+    for (int d = 0; d < D; ++d) s += x[d] * x[d];
+    NEWL[i] = poly ? km_pow(s * gamma + coef0, p) : 1.0f;  // k(x_i, x_i)
+  }
   __threadfence();  // this block's rows visible before it is counted
   __syncthreads();
   if (threadIdx.x == 0) last = atomicAdd((unsigned*)SYNC, 1u) == gridDim.x - 1;
@@ -71,7 +86,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     T* out = DIST + (long long)r * K;
     int best = 0;
     for (int c = 0; c < K; ++c) {
-      out[c] = n[c] > 0.0f ? 1.0f - 2.0f * (out[c] / n[c]) + z[c] : KM_FLT_MAX;
+      out[c] = n[c] > 0.0f ? NEWL[r] - 2.0f * (out[c] / n[c]) + z[c] : KM_FLT_MAX;
       if (out[c] < out[best]) best = c;  // strict: a tie keeps the lowest cluster
     }
     NEWL[r] = (float)best;

@@ -282,6 +282,11 @@ class KernelKmeansDist final : public multirank::App {
             {"per_rank_1d", expected_for(in, ranks, 0)}};
   }
   RankOutput run(const Command& c, const Instance& in, int rank, int ranks) const override {
+    // The distributed step computes the RBF kernel only (its trials 0 and 1 are RBF); every
+    // rank holds the same instance, so all refuse alike.
+    if (in.scalars.count("kind") && in.scalars.at("kind") != 0)
+      throw UsageError("kernel_kmeans_dist: scalar kind=" + std::to_string(in.scalars.at("kind")) +
+                       " is not supported: the distributed step is RBF only (kind=0); drop --scalar kind");
     return KmeansRank(c, in, rank, ranks).run();
   }
   void outputs(const Instance& in, const std::vector<float>& rows, KernelOutput& got,

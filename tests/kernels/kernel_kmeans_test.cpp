@@ -1,7 +1,8 @@
 // kernel_kmeans: one kernel k-means step passes kforge's thorough verification at odd N, D, K
-// (not multiples of any tile or SIMD width) on cpu and opencl; wrong kernels (a dropped cluster
-// term, padding that weighs in, a counter never reset) are rejected; a label is accepted in
-// place of the reference's only at a true tie.
+// (not multiples of any tile or SIMD width) on cpu and opencl, with the RBF and the polynomial
+// kernel; wrong kernels (a dropped cluster term, padding that weighs in, a counter never reset,
+// a polynomial degree off by one or its coef0 dropped) are rejected; a label is accepted in
+// place of the reference's only at a true tie; a bad polynomial degree exits 2.
 #include <gtest/gtest.h>
 
 #include "kforge/alternative_answers.hpp"
@@ -29,13 +30,31 @@ TEST_P(KernelKmeans, PassesAtOddShapes) {
   }
 }
 
+// The polynomial kernel fixed by the user (`--scalar kind=1`): every trial polynomial, gamma,
+// degree and coef0 as the trials vary them, then fixed at an odd degree with a negative coef0
+// (negative kernel values: the magnitudes must be absolute).
+TEST_P(KernelKmeans, PolynomialPassesAtOddShapes) {
+  auto backend = make_backend(GetParam());
+  if (!backend->can_run()) GTEST_SKIP() << "backend cannot run here: " << backend->device();
+  for (const Scalars& fixed : {Scalars{{"kind", 1}}, Scalars{{"kind", 1}, {"degree", 5}, {"coef0", -0.75}}})
+    for (const Sizes& s : {Sizes{{"N", 301}, {"D", 3}, {"K", 7}}, Sizes{{"N", 53}, {"D", 17}, {"K", 13}},
+                           Sizes{{"N", 5}, {"D", 1}, {"K", 5}}}) {
+      EvalRequest req = library_request("kernel_kmeans", GetParam(), s);
+      req.scalars = fixed;
+      const EvalResult r = evaluate(req, *backend);
+      EXPECT_TRUE(r.passed()) << "degree " << (fixed.count("degree") ? fixed.at("degree") : 0) << ": " << describe(r);
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Library, KernelKmeans, ::testing::Values("cpu", "opencl"),
                          [](const auto& info) { return info.param; });
 
 // The cpu kernel with `from` replaced by `to`, verified (quick) at an odd shape.
-EvalResult run_edited(const std::string& from, const std::string& to, const Sizes& s = {{"N", 97}, {"D", 3}, {"K", 6}}) {
+EvalResult run_edited(const std::string& from, const std::string& to, const Scalars& fixed = {},
+                      const Sizes& s = {{"N", 97}, {"D", 3}, {"K", 6}}) {
   auto backend = make_backend("cpu");
   EvalRequest req = library_request("kernel_kmeans", "cpu", s);
+  req.scalars = fixed;
   const auto at = req.kernel.source.find(from);
   EXPECT_NE(at, std::string::npos) << from;
   if (at != std::string::npos) req.kernel.source.replace(at, from.size(), to);
@@ -44,8 +63,8 @@ EvalResult run_edited(const std::string& from, const std::string& to, const Size
 }
 
 // Each edit compiles and runs, and verification calls it incorrect (not a compile error).
-void expect_incorrect(const std::string& from, const std::string& to) {
-  const EvalResult r = run_edited(from, to);
+void expect_incorrect(const std::string& from, const std::string& to, const Scalars& fixed = {}) {
+  const EvalResult r = run_edited(from, to, fixed);
   EXPECT_EQ(r.disposition, Disposition::incorrect) << to << ": " << describe(r);
 }
 
@@ -61,6 +80,28 @@ TEST(KernelKmeansCpu, WrongKernelsAreRejected) {
   // Control: the same path with a no-op edit passes.
   const EvalResult ok = run_edited("BI", "BI");
   EXPECT_TRUE(ok.passed()) << describe(ok);
+}
+
+TEST(KernelKmeansCpu, WrongPolynomialKernelsAreRejected) {
+  const Scalars poly{{"kind", 1}, {"degree", 3}, {"coef0", 0.5}};
+  // The degree off by one (b^(p-1)) in the pair sums.
+  expect_incorrect("for (int e = 1; e < degree; ++e) k *= b;", "for (int e = 2; e < degree; ++e) k *= b;", poly);
+  // coef0 dropped.
+  expect_incorrect("const vf b = d2[r] * gamma + coef0;", "const vf b = d2[r] * gamma;", poly);
+  // k(x_i, x_i) taken as RBF's 1.
+  expect_incorrect("NEWL[i] - 2.0f", "1.0f - 2.0f", poly);
+  const EvalResult ok = run_edited("BI", "BI", poly);
+  EXPECT_TRUE(ok.passed()) << describe(ok);
+}
+
+// A degree outside 1..8 or not an integer, or an unknown kernel, is a usage error (exit 2)
+// that names the scalar.
+TEST(KernelKmeansCli, BadPolynomialScalarsExit2) {
+  for (const char* bad : {"--scalar degree=9", "--scalar degree=0", "--scalar degree=2.5", "--scalar kind=2"}) {
+    const auto r = test::kforge_cli(std::string("verify kernel_kmeans --size N=31,D=2,K=3 --scalar kind=1,") + (bad + 9));
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find(std::string(bad).substr(9, 4)), std::string::npos) << bad << ": " << r.err;
+  }
 }
 
 // Two mirror-image clusters {-1, 0} and {0, 1} on a line: the points at 0 are exactly as far
@@ -86,16 +127,24 @@ TEST(KernelKmeansCpu, AcceptsOtherLabelsOnlyAtTies) {
 
 // The reference against a direct evaluation of the feature-space formula with an explicit Gram
 // matrix (tiny N), so the reference's factoring into S and z is itself checked.
+// Trial 1 is RBF, trial 2 polynomial (degree 3, coef0 1).
 TEST(KernelKmeansCpu, ReferenceMatchesTheExplicitGramFormula) {
+  for (int trial : {1, 2}) {
   const auto p = find_problem("kernel_kmeans");
   const Sizes s{{"N", 23}, {"D", 3}, {"K", 4}};
-  const Instance in = p->make_instance(s, DType::fp32, Distribution::normal, 7, 1);
+  const Instance in = p->make_instance(s, DType::fp32, Distribution::normal, 7, trial);
+  ASSERT_EQ(in.scalars.at("kind"), trial == 2 ? 1 : 0);
   std::vector<std::vector<double>> ref, mag;
   p->reference(in, ref, mag);
   const auto& X = in.tensors[0];
   const auto& L = in.tensors[1];
   const double g = in.scalars.at("gamma");
   auto k = [&](int i, int j) {
+    if (trial == 2) {
+      double dot = 0;
+      for (int d = 0; d < 3; ++d) dot += X[i * 3 + d] * X[j * 3 + d];
+      return std::pow(g * dot + in.scalars.at("coef0"), in.scalars.at("degree"));
+    }
     double d2 = 0;
     for (int d = 0; d < 3; ++d) d2 += (X[i * 3 + d] - X[j * 3 + d]) * (X[i * 3 + d] - X[j * 3 + d]);
     return std::exp(-g * d2);
@@ -112,6 +161,7 @@ TEST(KernelKmeansCpu, ReferenceMatchesTheExplicitGramFormula) {
       ASSERT_GT(n, 0);  // conditioning gives every cluster a point
       EXPECT_NEAR(ref[0][i * 4 + c], k(i, i) - 2 * a / n + b / (n * n), 1e-12);
     }
+  }
 }
 
 // Kernel k-means to convergence on cpu and opencl: the library kernel launched once per Lloyd
@@ -141,7 +191,7 @@ TEST_P(KernelKmeans, IteratesToConvergenceLikeTheReference) {
     args.push_back(Arg::buf(*bufs.back()));
   }
   for (const char* n : {"N", "D", "K"}) args.push_back(Arg::i(static_cast<std::int32_t>(s.at(n))));
-  args.push_back(Arg::f(0.5f));
+  for (float v : {0.5f, 0.0f, 1.0f, 0.0f}) args.push_back(Arg::f(v));  // gamma, kernel (RBF), degree, coef0
   bool converged = false;
   int it = 0;
   for (; it < 50 && !converged; ++it) {
