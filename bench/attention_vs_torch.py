@@ -18,9 +18,12 @@ attention alone and is conservative for kforge. "+rope" also times the RoPE a to
 (rotate-half, cos/sin cached) in front of SDPA: the same work as kforge's kernel.
 
 torch comes from pip into bench/.venv (bench/bench_venv.py): Debian's python3-torch (1.13) has
-no scaled_dot_product_attention. torch's OpenMP threads sleep at barriers by default here
-(--omp-wait-policy passive): on a shared host spinning threads lose whole time slices, and torch
-ran 1.5-2.5x faster with passive waits; on a quiet host try active and keep torch's better one.
+no scaled_dot_product_attention. torch's OpenMP threads wait as torch's own default has them
+(--omp-wait-policy inherit: spin a little, then sleep). Not active: this process keeps torch
+loaded while `kforge bench` runs in the same round, and with OMP_WAIT_POLICY=ACTIVE torch's idle
+threads spin through kforge's turn (quiet host, 2026-12-05: kforge 52 ms alone at 2048:64, 78 ms
+beside them; torch's own time the same either way). passive (sleep at once) helps torch only on
+a host shared with other work.
 CPU timings; on a shared host trust the ratios, not the ms.
 
 usage: bench/attention_vs_torch.py [--build build] [--threads 2] [--rounds 3]
@@ -124,9 +127,10 @@ def main():
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--kv-heads", type=int, default=2)
     ap.add_argument("--params", default="", help="kforge kernel parameters (default: the kernel's defaults)")
-    ap.add_argument("--omp-wait-policy", default="passive", choices=["passive", "active", "inherit"],
-                    help="torch's OpenMP threads at a barrier: passive (sleep) is 1.5-2.5x faster on a "
-                         "shared host, active (spin) may win on a quiet one; inherit keeps $OMP_WAIT_POLICY")
+    ap.add_argument("--omp-wait-policy", default="inherit", choices=["passive", "inherit"],
+                    help="torch's OpenMP threads at a barrier: inherit keeps $OMP_WAIT_POLICY (unset: "
+                         "torch's default); passive (sleep at once) is faster on a shared host. No "
+                         "active: its spinning threads would run through kforge's turn")
     args = ap.parse_args()
     if args.omp_wait_policy != "inherit":  # read by OpenMP when torch loads (the venv re-exec keeps it)
         os.environ["OMP_WAIT_POLICY"] = args.omp_wait_policy.upper()
