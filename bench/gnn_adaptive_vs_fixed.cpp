@@ -64,24 +64,6 @@ sparse::Csr mixed_graph(std::int64_t M, std::int64_t degree, std::uint64_t seed)
   return a;
 }
 
-KernelSpec spec_named(const Problem& p, const std::string& name) {
-  for (const auto& k : library_kernels(p))
-    if (k.name == name) return k;
-  throw std::runtime_error("no kernel " + name);
-}
-
-bench::Launch compile(Backend& backend, const KernelSpec& spec, const Sizes& sizes, const ParamValues& overrides) {
-  bench::Launch l;
-  l.params = spec.resolve(overrides);
-  Defines defines;
-  for (const auto& [k, v] : l.params) defines.emplace_back(k, std::to_string(v));
-  defines.emplace_back("KF_DTYPE_FP32", "1");
-  l.module = backend.compile(spec.source, spec.entry, defines);
-  l.geometry = spec.geometry(l.params, sizes);
-  l.backend = &backend;
-  return l;
-}
-
 struct Variant {
   std::string name;
   bench::Launch launch;
@@ -112,7 +94,7 @@ int main(int argc, char** argv) {
 
   auto backend = make_backend("cpu", {.threads = threads});
   const auto problem = find_problem("gnn_aggregate");
-  const KernelSpec fixed = library_kernel(*problem, Lang::cpp), adaptive = spec_named(*problem, "gnn_aggregate_adaptive.cpu");
+  const KernelSpec fixed = library_kernel(*problem, Lang::cpp), adaptive = bench::kernel_named(*problem, "gnn_aggregate_adaptive.cpu");
   const ParamValues chosen = bench::parse_params(params);
   std::string chosen_text;
   for (const auto& [k, v] : adaptive.resolve(chosen)) chosen_text += fmt::format("{}{}={}", chosen_text.empty() ? "" : ",", k, v);
@@ -146,11 +128,11 @@ int main(int argc, char** argv) {
                                   Arg::i(static_cast<std::int32_t>(sizes.at("NNZ"))), Arg::f(0.0f),
                                   Arg::f(static_cast<float>(kind))};
       std::vector<Variant> v;
-      v.push_back({"gnn_aggregate.cpu", compile(*backend, fixed, sizes, {}), {}});
-      v.push_back({"csr-only", compile(*backend, adaptive, sizes, {{"DENSE_PERMILLE", 1001}, {"SPLITS", 0}}), {}});
-      v.push_back({"dense-only", compile(*backend, adaptive, sizes, {{"DENSE_PERMILLE", 0}, {"DENSE_KINDS", 1}, {"SPLITS", 0}}), {}});
-      v.push_back({"edge-parallel-only", compile(*backend, adaptive, sizes, {{"LONG_PERMILLE", 0}, {"SPLITS", splits}}), {}});
-      v.push_back({"adaptive", compile(*backend, adaptive, sizes, chosen), {}});
+      v.push_back({"gnn_aggregate.cpu", bench::compile(*backend, fixed, sizes, {}), {}});
+      v.push_back({"csr-only", bench::compile(*backend, adaptive, sizes, {{"DENSE_PERMILLE", 1001}, {"SPLITS", 0}}), {}});
+      v.push_back({"dense-only", bench::compile(*backend, adaptive, sizes, {{"DENSE_PERMILLE", 0}, {"DENSE_KINDS", 1}, {"SPLITS", 0}}), {}});
+      v.push_back({"edge-parallel-only", bench::compile(*backend, adaptive, sizes, {{"LONG_PERMILLE", 0}, {"SPLITS", splits}}), {}});
+      v.push_back({"adaptive", bench::compile(*backend, adaptive, sizes, chosen), {}});
       for (auto& var : v) {  // each variant right before timing it
         var.launch(args);
         const auto got = bench::download(*backend, *out, M * N);

@@ -1,5 +1,6 @@
 #pragma once
-// What the sparse family's bench programs share (fusedmm_vs_unfused, spmspv_vs_graphblas,
+// What the sparse family's bench programs share (fusedmm_vs_unfused, spmspv_vs_graphblas, the two
+// *_adaptive_vs_fixed programs,
 // sparse_run): a library kernel compiled once on a backend with its default parameters (and
 // overrides), fp32 buffers made from an instance's tensors, the 1-minute load average, a ratio's
 // cell in the tables, and the
@@ -55,8 +56,8 @@ struct Launch {
   }
 };
 
-inline Launch prepare(Backend& backend, const Problem& p, const Sizes& sizes, const ParamValues& overrides = {}) {
-  const KernelSpec spec = library_kernel(p, Lang::cpp, sizes);
+// `spec` compiled for fp32 with its default parameters and `overrides`.
+inline Launch compile(Backend& backend, const KernelSpec& spec, const Sizes& sizes, const ParamValues& overrides = {}) {
   Launch l;
   l.params = spec.resolve(overrides);
   Defines defines;
@@ -66,6 +67,18 @@ inline Launch prepare(Backend& backend, const Problem& p, const Sizes& sizes, co
   l.geometry = spec.geometry(l.params, sizes);
   l.backend = &backend;
   return l;
+}
+
+// The problem's default cpu kernel at `sizes`, compiled.
+inline Launch prepare(Backend& backend, const Problem& p, const Sizes& sizes, const ParamValues& overrides = {}) {
+  return compile(backend, library_kernel(p, Lang::cpp, sizes), sizes, overrides);
+}
+
+// One of the problem's library kernels by name (a kernel that is not the default: the adaptive ones).
+inline KernelSpec kernel_named(const Problem& p, const std::string& name) {
+  for (const auto& k : library_kernels(p))
+    if (k.name == name) return k;
+  throw std::runtime_error("no kernel " + name + " for problem " + p.name());
 }
 
 // A device buffer holding `v` as floats (`n` elements, zeros past v's end: an output).

@@ -54,24 +54,6 @@ sparse::Csr mixed_density(std::int64_t rows, std::int64_t cols, const std::vecto
   return a;
 }
 
-KernelSpec spec_named(const Problem& p, const std::string& name) {
-  for (const auto& k : library_kernels(p))
-    if (k.name == name) return k;
-  throw std::runtime_error("no kernel " + name);
-}
-
-bench::Launch compile(Backend& backend, const KernelSpec& spec, const Sizes& sizes, const ParamValues& overrides) {
-  bench::Launch l;
-  l.params = spec.resolve(overrides);
-  Defines defines;
-  for (const auto& [k, v] : l.params) defines.emplace_back(k, std::to_string(v));
-  defines.emplace_back("KF_DTYPE_FP32", "1");
-  l.module = backend.compile(spec.source, spec.entry, defines);
-  l.geometry = spec.geometry(l.params, sizes);
-  l.backend = &backend;
-  return l;
-}
-
 struct Variant {
   std::string name;
   bench::Launch launch;
@@ -96,7 +78,7 @@ int main(int argc, char** argv) {
 
   auto backend = make_backend("cpu", {.threads = threads});
   const auto problem = find_problem("spmm");
-  const KernelSpec fixed = library_kernel(*problem, Lang::cpp), adaptive = spec_named(*problem, "spmm_adaptive.cpu");
+  const KernelSpec fixed = library_kernel(*problem, Lang::cpp), adaptive = bench::kernel_named(*problem, "spmm_adaptive.cpu");
   ParamValues chosen;
   if (threshold >= 0) chosen["DENSE_PERMILLE"] = threshold;
   const auto at = adaptive.resolve(chosen).at("DENSE_PERMILLE");
@@ -137,10 +119,10 @@ int main(int argc, char** argv) {
                                 Arg::i(static_cast<std::int32_t>(N)), Arg::i(static_cast<std::int32_t>(sizes.at("NNZ"))),
                                 Arg::f(0.0f)};
     std::vector<Variant> v;
-    v.push_back({"spmm.cpu", compile(*backend, fixed, sizes, {}), {}});
-    v.push_back({"csr-only", compile(*backend, adaptive, sizes, {{"DENSE_PERMILLE", 1001}}), {}});
-    v.push_back({"dense-only", compile(*backend, adaptive, sizes, {{"DENSE_PERMILLE", 0}}), {}});
-    v.push_back({"adaptive", compile(*backend, adaptive, sizes, chosen), {}});
+    v.push_back({"spmm.cpu", bench::compile(*backend, fixed, sizes, {}), {}});
+    v.push_back({"csr-only", bench::compile(*backend, adaptive, sizes, {{"DENSE_PERMILLE", 1001}}), {}});
+    v.push_back({"dense-only", bench::compile(*backend, adaptive, sizes, {{"DENSE_PERMILLE", 0}}), {}});
+    v.push_back({"adaptive", bench::compile(*backend, adaptive, sizes, chosen), {}});
     for (auto& var : v) {  // each variant right before timing it
       var.launch(args);
       const auto got = bench::download(*backend, *c, M * N);
