@@ -33,7 +33,7 @@
 #include "kforge/util.hpp"
 
 #ifdef KFORGE_BENCH_WITH_DNNL
-#include <oneapi/dnnl/dnnl.hpp>
+#include "dnnl_matmul.hpp"
 #endif
 
 namespace {
@@ -86,31 +86,15 @@ double round_median(const std::function<void()>& call, int min_calls) {
 }
 
 #ifdef KFORGE_BENCH_WITH_DNNL
-// oneDNN's matmul, bf16 in and out, row-major; the implementation it chose goes in the name.
-struct DnnlMatmul {
-  DnnlMatmul(int M, int N, int K) : eng(dnnl::engine::kind::cpu, 0), strm(eng) {
-    using dt = dnnl::memory::data_type;
-    using tag = dnnl::memory::format_tag;
-    const dnnl::memory::desc a({M, K}, dt::bf16, tag::ab), b({K, N}, dt::bf16, tag::ab), c({M, N}, dt::bf16, tag::ab);
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), eng);
-    impl = pd.impl_info_str();
-    prim = dnnl::matmul(pd);
-    A = dnnl::memory(a, eng), B = dnnl::memory(b, eng), C = dnnl::memory(c, eng);
-    for (auto* m : {&A, &B}) {  // 1.0 in bf16
-      auto* p = static_cast<std::uint16_t*>(m->get_data_handle());
-      std::fill(p, p + m->get_desc().get_size() / 2, std::uint16_t{0x3f80});
-    }
+// oneDNN's matmul, bf16 in and out, every input 1.0.
+std::shared_ptr<kforge::bench::DnnlMatmul> onednn_bf16(int M, int N, int K) {
+  auto m = std::make_shared<kforge::bench::DnnlMatmul>(M, N, K, dnnl::memory::data_type::bf16);
+  for (auto* t : {&m->A, &m->B}) {  // 1.0 in bf16
+    auto* p = static_cast<std::uint16_t*>(t->get_data_handle());
+    std::fill(p, p + t->get_desc().get_size() / 2, std::uint16_t{0x3f80});
   }
-  void run() {
-    prim.execute(strm, {{DNNL_ARG_SRC, A}, {DNNL_ARG_WEIGHTS, B}, {DNNL_ARG_DST, C}});
-    strm.wait();
-  }
-  dnnl::engine eng;
-  dnnl::stream strm;
-  dnnl::matmul prim;
-  dnnl::memory A, B, C;
-  std::string impl;
-};
+  return m;
+}
 #endif
 
 }  // namespace
@@ -167,7 +151,7 @@ int main(int argc, char** argv) {
     row.c.push_back({"kforge bf16", DType::bf16, [k16] { k16->launch(); }, {}});
     row.c.push_back({"kforge fp32", DType::fp32, [k32] { k32->launch(); }, {}});
 #ifdef KFORGE_BENCH_WITH_DNNL
-    auto dnnl = std::make_shared<DnnlMatmul>(M, N, K);
+    auto dnnl = onednn_bf16(M, N, K);
     row.c.push_back({"oneDNN bf16 (" + dnnl->impl + ")", DType::bf16, [dnnl] { dnnl->run(); }, {}});
 #endif
     auto a = std::make_shared<std::vector<float>>(static_cast<std::size_t>(M) * K, 1.0f);

@@ -39,7 +39,7 @@
 #include "kforge/util.hpp"
 
 #ifdef KFORGE_BENCH_WITH_DNNL
-#include <oneapi/dnnl/dnnl.hpp>
+#include "dnnl_matmul.hpp"
 #endif
 
 namespace {
@@ -106,33 +106,17 @@ Blis open_blis(int threads) {
 }
 
 #ifdef KFORGE_BENCH_WITH_DNNL
-// oneDNN's fp32 matmul, row-major; the implementation it chose goes in the name.
-struct DnnlMatmul {
-  DnnlMatmul(int M, int N, int K) : eng(dnnl::engine::kind::cpu, 0), strm(eng) {
-    using dt = dnnl::memory::data_type;
-    using tag = dnnl::memory::format_tag;
-    const dnnl::memory::desc a({M, K}, dt::f32, tag::ab), b({K, N}, dt::f32, tag::ab), c({M, N}, dt::f32, tag::ab);
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), eng);
-    impl = pd.impl_info_str();
-    prim = dnnl::matmul(pd);
-    A = dnnl::memory(a, eng), B = dnnl::memory(b, eng), C = dnnl::memory(c, eng);
-    std::mt19937 rng(11);
-    std::normal_distribution<float> normal;
-    for (auto* m : {&A, &B}) {
-      auto* p = static_cast<float*>(m->get_data_handle());
-      std::generate(p, p + m->get_desc().get_size() / 4, [&] { return normal(rng); });
-    }
+// oneDNN's fp32 matmul on normal random inputs.
+std::shared_ptr<kforge::bench::DnnlMatmul> onednn_fp32(int M, int N, int K) {
+  auto m = std::make_shared<kforge::bench::DnnlMatmul>(M, N, K, dnnl::memory::data_type::f32);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  for (auto* t : {&m->A, &m->B}) {
+    auto* p = static_cast<float*>(t->get_data_handle());
+    std::generate(p, p + t->get_desc().get_size() / 4, [&] { return normal(rng); });
   }
-  void run() {
-    prim.execute(strm, {{DNNL_ARG_SRC, A}, {DNNL_ARG_WEIGHTS, B}, {DNNL_ARG_DST, C}});
-    strm.wait();
-  }
-  dnnl::engine eng;
-  dnnl::stream strm;
-  dnnl::matmul prim;
-  dnnl::memory A, B, C;
-  std::string impl;
-};
+  return m;
+}
 #endif
 
 struct Contestant {
@@ -234,7 +218,7 @@ int main(int argc, char** argv) {
                        }, {}});
     }
 #ifdef KFORGE_BENCH_WITH_DNNL
-    auto dnnl = std::make_shared<DnnlMatmul>(M, N, K);
+    auto dnnl = onednn_fp32(M, N, K);
     row.c.push_back({"oneDNN matmul (" + dnnl->impl + ")", true, [dnnl] { dnnl->run(); }, {}});
 #endif
     for (auto& x : row.c) x.call();  // warm: page faults, JIT, thread start
