@@ -1,35 +1,35 @@
 // moe_grouped_gemm for the cpu backend: dispatch, grouped GEMM and combine in ONE launch.
 //
-// Each block owns the output elements Y[token block, n0:n0+BN] (grid: column strips of BN x
+// Each block owns the output elements Y[token block, strip of columns] (grid: column strips x
 // TBLOCKS token blocks), so the combine is race-free without atomics. Every token carries
 // exactly K (token, slot) pairs, so equal blocks are equal work however skewed the routing is.
-// By default the blocks are column strips over all tokens: W is then read from memory once in
-// all (it is the operand that does not fit in cache: 128 MB at E=64), and X, which fits in the
-// last-level cache, is read once per strip.
+// By default the blocks are column strips over all tokens, as many as the pool has threads (or
+// a multiple): W is then read from memory once in all (it is the operand that does not fit in
+// cache: 128 MB at E=64), and X, which fits in the last-level cache, once per strip.
 //
 // The block builds its schedule from the routing (a counting sort of its (token, slot) pairs
 // by expert: offsets[e] .. offsets[e+1] are expert e's rows, in token order), then walks steps
-// (expert e, group of MC of its rows, KC slice of H), BLIS-style:
-//   pack      W[e][slice, strip] into NR-wide panels (B, kept in L2 and L1), while the next
-//             step's W slice is prefetched a line at a time during this step's tiles
-//   dispatch  none as a pass: each tile reads its MR tokens' rows of X in place (the next
-//             tile's rows are prefetched), so X is never copied
+// (expert e, KC slice of H), BLIS-style, as gemm does:
+//   pack B    W[e][slice, strip] into NR-wide panels, once for all of e's rows (kept in L2),
+//             while the next step's W slice is prefetched a line at a time during the tiles
+//   pack A    per group of MC of e's rows: the tokens' rows of X (the dispatch: a gather),
+//             into MR-tall panels (L2; one panel in L1 per tile)
 //   GEMM      MR x NR register micro-kernel per (row tile, column panel); a group's tail tile
 //             has exactly the rows left (an expert with 3 rows costs 3 rows, not MR)
-//   combine   after the last slice Y[token, :] += gate * tile, in expert order, so the result
-//             is deterministic; earlier slices park partial sums in a per-thread C
+//   combine   Y[token, :] += gate * tile after every slice, in expert order, so the result is
+//             deterministic (the gated slices sum to the gated product: no partial sums kept)
 // Experts with no token cost nothing; no padding to a capacity, no per-expert launch.
 //
 // Parameters (all #defines):
 //   MR      rows per micro-tile              NV  SIMD vectors per micro-tile row (NR = NV*VW)
 //   VW      SIMD width in floats (0: widest) MC  rows of an expert per group
-//   KC      reduction slice                  BN  columns of Y per block
-//   TBLOCKS token blocks (blocks = ceil(F/BN) * min(T, TBLOCKS))
+//   KC      reduction slice                  BN  columns of Y per strip (about: whole panels)
+//   TBLOCKS token blocks (blocks: the grid's strips x min(T, TBLOCKS))
 #include <cstdlib>
 #include <cstring>
 
 #include "kernels/common/simd.hpp"  // VW, T, vf, scratch()
-// Scratch slots: 0 B panels, 1 C partial sums, 2 the schedule.
+// Scratch slots: 0 B panels, 1 A panels, 2 the schedule.
 
 #define NR (NV * VW)
 
@@ -65,66 +65,71 @@ struct Prefetch {
   }
 };
 
-// Where a tile's results go. Partial slices: C[i][0:NR] (row stride ldc) = acc. Last slice:
-// Y[pair[i] / K, 0:cols] += gate[pair[i]] * acc (y points at the block's column panel).
+// The rows of an expert's group (tokens pair[i] / K), slice k0 .. k0+kc of X -> panels of MR
+// rows, Ap[panel][k][MR] (zero beyond mc): the micro-kernel then reads A as one contiguous
+// stream, as gemm's does. Reading X in place instead (MR broadcasts from MR rows a whole X row
+// apart) ran 0.91-0.97x this with 6x2 tiles (one thread, loaded host); the copy is amortized
+// over the strip's NR panels. The next panel's rows are prefetched while this one is copied.
+static void pack_a(const float* X, int H, int K, const int* pair, int mc, int k0, int kc, float* Ap) {
+  for (int i0 = 0; i0 < mc; i0 += MR) {
+    float* dst = Ap + (long long)i0 * kc;
+    const int h = mc - i0 < MR ? mc - i0 : MR;
+    for (int i = 0; i < h; ++i) {
+      const float* src = X + (long long)(pair[i0 + i] / K) * H + k0;
+      if (i0 + MR + i < mc) {
+        const float* nx = X + (long long)(pair[i0 + MR + i] / K) * H + k0;
+        for (int k = 0; k < kc; k += 16) __builtin_prefetch(nx + k);
+      }
+      for (int k = 0; k < kc; ++k) dst[k * MR + i] = src[k];
+    }
+    for (int i = h; i < MR; ++i)
+      for (int k = 0; k < kc; ++k) dst[k * MR + i] = 0.0f;
+  }
+}
+
+// Where a tile's results go: Y[pair[i] / K, 0:cols] += gate[pair[i]] * acc (y points at the
+// block's column panel). Every KC slice adds its gated partial sum to Y directly (the sum is
+// linear in the slices), so an expert's B slice is packed once for all its rows and no partial
+// sums are parked.
 struct Out {
-  float* C;
-  int ldc;
   float* y;
   const int* pair;
   const float* gate;
   int K, F, cols;
-  const int* next_pair;  // the next tile's rows, fetched into L1 while this one computes
-  int next_rows;
 };
 
-// One M x NR tile (M <= MR tokens' rows of X, read in place; the B panel b) over the slice
-// k0 .. k0+kc, starting from zero (first slice) or from the parked partial sums, ending in C or,
-// after the last slice, in Y.
+// One M x NR tile (M <= MR rows of the packed A panel ap, the B panel b) over a kc-long slice,
+// added, gated, to Y.
 template <int M>
-static void tile(const float* X, int H, int k0, int kc, const float* __restrict b, bool first, bool last,
-                 const Out& o, Prefetch& pf, int lines) {
-  const float* a[M];  // dispatch: the tile reads its tokens' rows of X in place
-#pragma GCC unroll 16
-  for (int i = 0; i < M; ++i) a[i] = X + (long long)(o.pair[i] / o.K) * H + k0;
-  if (last)  // the rows of Y this tile adds to, fetched while it computes
-    for (int i = 0; i < M; ++i)
-      for (int j = 0; j < NR; j += 16) __builtin_prefetch(o.y + (long long)(o.pair[i] / o.K) * o.F + j, 1, 3);
-  const float* next[MR];
-  for (int r = 0; r < o.next_rows; ++r) next[r] = X + (long long)(o.next_pair[r] / o.K) * H + k0;
+static void tile(int kc, const float* __restrict ap, const float* __restrict b, const Out& o, Prefetch& pf,
+                 int lines) {
+  for (int i = 0; i < M; ++i)  // the rows of Y this tile adds to, fetched while it computes
+    for (int j = 0; j < NR; j += 16) __builtin_prefetch(o.y + (long long)(o.pair[i] / o.K) * o.F + j, 1, 3);
   vf c[M][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < M; ++i)
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) c[i][v] = first ? vf{} : *(const vf*)(o.C + (long long)i * o.ldc + v * VW);
+    for (int v = 0; v < NV; ++v) c[i][v] = vf{};
   // The W lines, spread evenly over the tile (bursts would fill the miss queues and stall it).
   const int per_block = (lines * 16 + kc - 1) / kc;
   int issued = 0;
-  for (int kb = 0; kb < kc; kb += 16) {  // 16 k steps: one cache line of each row of A
-    for (int r = 0; r < o.next_rows; ++r) __builtin_prefetch(next[r] + kb, 0, 3);
+  for (int kb = 0; kb < kc; kb += 16) {
     for (int q = 0; q < per_block && issued < lines; ++q, ++issued) pf.next();
     const int ke = kc - kb < 16 ? kc : kb + 16;
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int k = kb; k < ke; ++k) {
       vf bv[NV];
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) bv[v] = *(const vf*)(b + k * NR + v * VW);
 #pragma GCC unroll 16
       for (int i = 0; i < M; ++i) {
-        const float ai = a[i][k];
+        const float ai = ap[k * MR + i];
 #pragma GCC unroll 8
         for (int v = 0; v < NV; ++v) c[i][v] += ai * bv[v];
       }
     }
   }
   for (; issued < lines; ++issued) pf.next();
-  if (!last) {
-#pragma GCC unroll 16
-    for (int i = 0; i < M; ++i)
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) *(vf*)(o.C + (long long)i * o.ldc + v * VW) = c[i][v];
-    return;
-  }
   for (int i = 0; i < M; ++i) {  // combine: this block owns these Y elements
     const int pr = o.pair[i];
     const float g = o.gate[pr];
@@ -141,33 +146,46 @@ static void tile(const float* X, int H, int k0, int kc, const float* __restrict 
 
 // tile<rows>() for rows in [1, M]: the compiler sees every tile height as a constant.
 template <int M>
-static void tile_rows(int rows, const float* X, int H, int k0, int kc, const float* b, bool first, bool last,
-                      const Out& o, Prefetch& pf, int lines) {
-  if (rows == M) return tile<M>(X, H, k0, kc, b, first, last, o, pf, lines);
-  if constexpr (M > 1) tile_rows<M - 1>(rows, X, H, k0, kc, b, first, last, o, pf, lines);
+static void tile_rows(int rows, int kc, const float* ap, const float* b, const Out& o, Prefetch& pf, int lines) {
+  if (rows == M) return tile<M>(kc, ap, b, o, pf, lines);
+  if constexpr (M > 1) tile_rows<M - 1>(rows, kc, ap, b, o, pf, lines);
 }
 
-// A step of the block's work: expert e's rows g0 .. g0+MC, reduction slice k0 .. k0+KC.
+// A step of the block's work: expert e, reduction slice k0 .. k0+KC (all of e's rows, in
+// groups of MC).
 struct Step {
-  int e, g0, k0;
+  int e, k0;
 };
 
-// The step after s (experts ascending, then groups, then slices); e == E when there is none.
+// The step after s (experts ascending, then slices); e == E when there is none.
 static Step next_step(Step s, const int* offsets, int E, int H) {
-  if (s.k0 + KC < H) return {s.e, s.g0, s.k0 + KC};
-  if (s.g0 + MC < offsets[s.e + 1]) return {s.e, s.g0 + MC, 0};
+  if (s.k0 + KC < H) return {s.e, s.k0 + KC};
   int e = s.e + 1;
   while (e < E && offsets[e] == offsets[e + 1]) ++e;
-  return {e, e < E ? offsets[e] : 0, 0};
+  return {e, 0};
 }
 
 static void moe_block(const kf_ctx& ctx, const float* X, const float* ids, const float* gate,
                       const float* W, float* Y, int T, int H, int F, int E, int K) {
-  const int n0 = (int)ctx.block_idx.x * BN, nc = F - n0 < BN ? F - n0 : BN;
+  // S strips of whole panels. The spec's grid (at least ceil(F/BN) blocks across, more where F
+  // allows: an upper bound, as gemm's rows) lets S follow the pool: ceil(F/BN) strips rounded
+  // down to a multiple of the threads, so that every thread gets as many (3 strips of 192, 192
+  // and 128 columns left one of 2 threads 320 columns and the other 192: at best 0.8 of the
+  // pair's peak), or one strip per thread where F/BN gives fewer strips than threads (F = 256
+  // on 2 threads). Strip x holds panels [ceil(P*x/S), ceil(P*(x+1)/S)) of the P = ceil(F/NR):
+  // strips differ by one panel at most, larger ones first.
+  const long long G = ctx.grid_dim.x, x = ctx.block_idx.x, w = ctx.workers > 0 ? ctx.workers : 1;
+  const long long P = (F + NR - 1) / NR, want = (F + BN - 1) / BN;
+  long long S = want >= w ? want / w * w : w;
+  S = S < G ? S : G;
+  S = S < P ? S : P;
+  if (x >= S) return;  // a block beyond the strips owns no columns
+  const int n0 = (int)((P * x + S - 1) / S) * NR, n1 = (int)((P * (x + 1) + S - 1) / S) * NR;
+  const int nc = (n1 < F ? n1 : F) - n0;
   const long long nb = ctx.grid_dim.y, b = ctx.block_idx.y;
   const int t0 = (int)(T * b / nb), tc = (int)(T * (b + 1) / nb) - t0;
   for (int t = 0; t < tc; ++t) std::memset(Y + (long long)(t0 + t) * F + n0, 0, nc * sizeof(float));
-  if (tc == 0) return;
+  if (tc == 0 || nc <= 0) return;
 
   // Schedule: a counting sort of the block's (token, slot) pairs by expert. offsets[e] is the
   // first row of expert e; row r is the pair token*K + slot, pair[r].
@@ -188,28 +206,29 @@ static void moe_block(const kf_ctx& ctx, const float* X, const float* ids, const
 
   const int kc_max = H < KC ? H : KC, ldc = (nc + NR - 1) / NR * NR;
   float* Bp = (float*)scratch(0, (long long)kc_max * ldc * sizeof(float));
-  float* C = H > KC ? (float*)scratch(1, (long long)MC * ldc * sizeof(float)) : nullptr;
-  const int panels = ldc / NR;
-  for (Step s = next_step({-1, 0, H}, offsets, E, H); s.e < E;) {
+  float* Ap = (float*)scratch(1, (long long)((MC + MR - 1) / MR * MR) * kc_max * sizeof(float));
+  for (Step s = next_step({-1, H}, offsets, E, H); s.e < E;) {
     const Step nx = next_step(s, offsets, E, H);
-    const int mc = offsets[s.e + 1] - s.g0 < MC ? offsets[s.e + 1] - s.g0 : MC;
+    const int rows = offsets[s.e + 1] - offsets[s.e];
     const int kc = H - s.k0 < KC ? H - s.k0 : KC;
-    const int* grp = pair + s.g0;
     pack_b(W + (long long)s.e * H * F, F, s.k0, kc, n0, nc, Bp);
     const int nx_kc = nx.e < E ? (H - nx.k0 < KC ? H - nx.k0 : KC) : 0;
     Prefetch pf{(const char*)(nx.e < E ? W + ((long long)nx.e * H + nx.k0) * F + n0 : W), (long long)F * 4,
                 nc * 4 + 63, 0, nx_kc};
-    int lines = nx_kc * ((nc * 4 + 63) / 64 + 1), tiles = (mc + MR - 1) / MR * panels;
-    for (int j0 = 0; j0 < nc; j0 += NR) {
-      const int cols = nc - j0 < NR ? nc - j0 : NR;
-      for (int i0 = 0; i0 < mc; i0 += MR, --tiles) {
-        const int share = (lines + tiles - 1) / tiles;
-        lines -= share;
-        const int next_rows = mc - i0 - MR < MR ? mc - i0 - MR : MR;  // <= 0: no next tile here
-        const Out o{C ? C + (long long)i0 * ldc + j0 : nullptr, ldc, Y + n0 + j0, grp + i0, gate, K, F, cols,
-                    grp + i0 + MR, next_rows};
-        tile_rows<MR>(mc - i0 < MR ? mc - i0 : MR, X, H, s.k0, kc, Bp + (long long)j0 * kc,
-                      s.k0 == 0, s.k0 + kc >= H, o, pf, share);
+    int lines = nx_kc * ((nc * 4 + 63) / 64 + 1), tiles = (rows + MR - 1) / MR * (ldc / NR);
+    for (int g0 = 0; g0 < rows; g0 += MC) {
+      const int mc = rows - g0 < MC ? rows - g0 : MC;
+      const int* grp = pair + offsets[s.e] + g0;
+      pack_a(X, H, K, grp, mc, s.k0, kc, Ap);
+      for (int j0 = 0; j0 < nc; j0 += NR) {
+        const int cols = nc - j0 < NR ? nc - j0 : NR;
+        for (int i0 = 0; i0 < mc; i0 += MR, --tiles) {
+          const int share = (lines + tiles - 1) / tiles;
+          lines -= share;
+          const Out o{Y + n0 + j0, grp + i0, gate, K, F, cols};
+          tile_rows<MR>(mc - i0 < MR ? mc - i0 : MR, kc, Ap + (long long)i0 * kc, Bp + (long long)j0 * kc, o, pf,
+                        share);
+        }
       }
     }
     s = nx;

@@ -43,7 +43,7 @@ TEST(MoeCpu, PassesAtOddShapes) {
   auto backend = make_backend("cpu");
   // Small tiles, so that odd shapes cross every boundary: 2 column blocks (the second with a
   // 1-column panel), 3 token blocks, row groups of 32 in tiles of 4 (tails of every height),
-  // KC slices with a tail (partial sums parked between slices).
+  // KC slices with a tail (each slice's gated sum added to Y).
   const ParamValues small = {{"MR", 4}, {"NV", 1}, {"VW", 8}, {"MC", 32}, {"KC", 64}, {"BN", 64}, {"TBLOCKS", 3}};
   // The widest micro-tile: 14 rows of 2 AVX-512 vectors, groups of 32 = 14 + 14 + 4.
   const ParamValues wide = {{"MR", 14}, {"NV", 2}, {"MC", 32}, {"KC", 64}, {"BN", 64}, {"TBLOCKS", 32}};
@@ -58,6 +58,30 @@ TEST(MoeCpu, PassesAtOddShapes) {
       {1, 1, 1, 1, 1, {}},
   };
   for (const Case& c : cases) expect_passes(*backend, c);
+}
+
+// The cpu kernel's column strips follow the pool: ceil(F/BN) strips rounded down to a multiple
+// of the threads, or one per thread where that gives fewer, each a run of whole panels that
+// differ by one panel at most. 1, 2 and 3 threads on the same shapes: F = 200 in panels of 8 is
+// 4 strips on 1 and 2 threads, 3 strips of 9, 8 and 8 panels on 3; F = 40 (5 panels, BN = 64)
+// is 1 strip on one thread, 3 + 2 panels on 2, 2 + 2 + 1 on 3. Quick verification (two trials,
+// balanced and skewed): the thorough one of PassesAtOddShapes already varies the pool.
+TEST(MoeCpu, StripsFollowThePoolsThreads) {
+  const ParamValues small = {{"MR", 4}, {"NV", 1}, {"VW", 8}, {"MC", 32}, {"KC", 64}, {"BN", 64}};
+  for (const int threads : {1, 2, 3}) {
+    auto backend = make_backend("cpu", {.threads = threads});
+    for (const Case& c : {Case{61, 70, 200, 6, 2, small}, Case{23, 40, 40, 3, 2, small}}) {
+      EvalRequest req = test::library_request("moe_grouped_gemm", "cpu",
+                                              {{"T", c.T}, {"H", c.H}, {"F", c.F}, {"E", c.E}, {"K", c.K}},
+                                              DType::fp32, c.params);
+      req.backend_options.threads = threads;
+      req.verify.thorough = false;
+      req.verify.trials = 2;
+      const EvalResult r = evaluate(req, *backend);
+      EXPECT_TRUE(r.passed()) << threads << " threads, F=" << c.F << ": " << disposition_name(r.disposition) << ": "
+                              << r.error;
+    }
+  }
 }
 
 TEST(MoeOpenCl, PassesAtOddShapes) {
