@@ -68,7 +68,7 @@ struct Prefetch {
 // The rows of an expert's group (tokens pair[i] / K), slice k0 .. k0+kc of X -> panels of MR
 // rows, Ap[panel][k][MR] (zero beyond mc): the micro-kernel then reads A as one contiguous
 // stream, as gemm's does. Reading X in place instead (MR broadcasts from MR rows a whole X row
-// apart) ran 0.91-0.97x this with 6x2 tiles (one thread, loaded host); the copy is amortized
+// apart) ran 0.81-0.87x this with 6x2 tiles (one thread, loaded host); the copy is amortized
 // over the strip's NR panels. The next panel's rows are prefetched while this one is copied.
 static void pack_a(const float* X, int H, int K, const int* pair, int mc, int k0, int kc, float* Ap) {
   for (int i0 = 0; i0 < mc; i0 += MR) {
