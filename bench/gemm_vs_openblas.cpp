@@ -143,6 +143,10 @@ int main(int argc, char** argv) {
   int budget = 0, rounds = 3, min_calls = 3, threads = 0;
   app.add_option("--shapes", shapes, "N for N^3, or MxNxK")->capture_default_str();
   app.add_option("--params", params_arg, "kforge's parameters instead of the spec's defaults, e.g. MR=12,NV=2");
+  std::vector<std::string> also;
+  app.add_option("--also", also,
+                 "more kforge contestants, each with these parameters over the defaults, e.g. KC=512,NC=256 "
+                 "(interleaved with the rest, shown against kforge default)");
   app.add_option("--budget", budget, "also tune kforge at each shape with this many evaluations (0: default only)")
       ->capture_default_str();
   app.add_option("--rounds", rounds, "interleaved rounds per shape")->capture_default_str();
@@ -200,6 +204,17 @@ int main(int argc, char** argv) {
       row.tuned = params_text(best);
       auto kt = std::make_shared<bench::KernelLauncher>(*backend, "gemm", sizes, DType::fp32, best, plain);
       row.c.push_back({"kforge tuned", false, [kt] { kt->launch(); }, {}});
+    }
+    for (const auto& text : also) {
+      ParamValues p = given;
+      for (const auto& [k, v] : parse_assignments(text)) p[k] = v;
+      req.params = p;
+      if (static_cast<double>(M) * N * K <= 0x1p33)
+        if (const EvalResult e = evaluate(req, *backend); !e.passed())
+          throw std::runtime_error("kforge gemm " + text + " failed verification at " + shape + ": " + e.error);
+      req.params = given;
+      auto ka = std::make_shared<bench::KernelLauncher>(*backend, "gemm", sizes, DType::fp32, p, plain);
+      row.c.push_back({"kforge " + text, false, [ka] { ka->launch(); }, {}});
     }
     std::mt19937 rng(5);
     std::normal_distribution<float> normal;
