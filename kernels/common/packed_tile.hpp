@@ -13,8 +13,8 @@
 // registers (unpack, shuffle, 128-bit lane swap: 24 shuffles per 64 floats) and stored as 8
 // contiguous runs of the panel's rows. The scalar copy it replaces did one load and one
 // scattered 4-byte store per element (about 4% of gemm's time at 2048^3). Where the dtype is
-// 16 bits the copy converts as it goes and stays scalar. PACK_V 0 keeps the scalar copy (for
-// measuring one against the other).
+// 16 bits the copy converts as it goes and stays scalar. PACK_V 0 keeps the scalar copy: not a
+// spec parameter, add `"PACK_V": [0, 1]` to a spec to measure one against the other.
 #ifndef PACK_V
 #define PACK_V 1
 #endif

@@ -307,7 +307,7 @@ static inline RowRun row_run(const kf_ctx& ctx, int M) {
 // The depth of the reduction slices: as few as KC allows (ceil(K/KC)), of equal depth rounded up
 // to 8 (whole transposes in pack_a), so that K = KC + 1 takes two slices of about KC/2, not a full
 // one and a slice of one k whose tiles are all store and no arithmetic. KBAL 0: slices of KC and a
-// remainder (for measuring one against the other).
+// remainder (not a spec parameter: add `"KBAL": [0, 1]` to gemm_cpu.json to measure the two).
 #ifndef KBAL
 #define KBAL 1
 #endif
