@@ -143,8 +143,15 @@ int main(int argc, char** argv) {
   int budget = 0, rounds = 3, min_calls = 3, threads = 0;
   app.add_option("--shapes", shapes, "N for N^3, or MxNxK")->capture_default_str();
   app.add_option("--params", params_arg, "kforge's parameters instead of the spec's defaults, e.g. MR=12,NV=2");
+  std::vector<std::string> also;
+  app.add_option("--also", also,
+                 "more kforge contestants, each with these parameters over the defaults, e.g. KC=512,NC=256 "
+                 "(interleaved with the rest, shown against kforge default)");
   app.add_option("--budget", budget, "also tune kforge at each shape with this many evaluations (0: default only)")
       ->capture_default_str();
+  bool openblas_only = false;
+  app.add_flag("--openblas-only", openblas_only,
+               "OpenBLAS the only peer (shorter runs for comparing kforge configurations with --also)");
   app.add_option("--rounds", rounds, "interleaved rounds per shape")->capture_default_str();
   app.add_option("--min-calls", min_calls, "calls per contestant per round, at least (and 0.2 s)")->capture_default_str();
   app.add_option("--threads", threads, "threads for every contestant (0: all cores)")->capture_default_str();
@@ -201,6 +208,17 @@ int main(int argc, char** argv) {
       auto kt = std::make_shared<bench::KernelLauncher>(*backend, "gemm", sizes, DType::fp32, best, plain);
       row.c.push_back({"kforge tuned", false, [kt] { kt->launch(); }, {}});
     }
+    for (const auto& text : also) {
+      ParamValues p = given;
+      for (const auto& [k, v] : parse_assignments(text)) p[k] = v;
+      req.params = p;
+      if (static_cast<double>(M) * N * K <= 0x1p33)
+        if (const EvalResult e = evaluate(req, *backend); !e.passed())
+          throw std::runtime_error("kforge gemm " + text + " failed verification at " + shape + ": " + e.error);
+      req.params = given;
+      auto ka = std::make_shared<bench::KernelLauncher>(*backend, "gemm", sizes, DType::fp32, p, plain);
+      row.c.push_back({"kforge " + text, false, [ka] { ka->launch(); }, {}});
+    }
     std::mt19937 rng(5);
     std::normal_distribution<float> normal;
     auto a = std::make_shared<std::vector<float>>(static_cast<std::size_t>(M) * K);
@@ -211,15 +229,17 @@ int main(int argc, char** argv) {
                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a->data(), K,
                                    b->data(), N, 0.0f, c->data(), N);
                      }, {}});
-    if (blis.sgemm) {
+    if (blis.sgemm && !openblas_only) {
       row.c.push_back({"BLIS bli_sgemm", true, [=, f = blis.sgemm] {
                          const float one = 1.0f, zero = 0.0f;
                          f(0, 0, M, N, K, &one, a->data(), K, 1, b->data(), N, 1, &zero, c->data(), N, 1);
                        }, {}});
     }
 #ifdef KFORGE_BENCH_WITH_DNNL
-    auto dnnl = onednn_fp32(M, N, K);
-    row.c.push_back({"oneDNN matmul (" + dnnl->impl + ")", true, [dnnl] { dnnl->run(); }, {}});
+    if (!openblas_only) {
+      auto dnnl = onednn_fp32(M, N, K);
+      row.c.push_back({"oneDNN matmul (" + dnnl->impl + ")", true, [dnnl] { dnnl->run(); }, {}});
+    }
 #endif
     for (auto& x : row.c) x.call();  // warm: page faults, JIT, thread start
     for (int r = 0; r < rounds; ++r)

@@ -304,6 +304,19 @@ static inline RowRun row_run(const kf_ctx& ctx, int M) {
   for (int i0 = 0; i0 < (mc); i0 += MR)         \
     for (int j0 = 0; j0 < (nc); j0 += NR)
 
+// The depth of the reduction slices: as few as KC allows (ceil(K/KC)), of equal depth rounded up
+// to 8 (whole transposes in pack_a), so that K = KC + 1 takes two slices of about KC/2, not a full
+// one and a slice of one k whose tiles are all store and no arithmetic. KBAL 0: slices of KC and a
+// remainder (not a spec parameter: add `"KBAL": [0, 1]` to gemm_cpu.json to measure the two).
+#ifndef KBAL
+#define KBAL 1
+#endif
+static inline int slice_depth(int K) {
+  if (!KBAL || K <= KC) return KC;
+  const int slices = (K + KC - 1) / KC, even = (K + slices - 1) / slices;
+  return (even + 7) / 8 * 8;  // <= KC: KC is a multiple of 8
+}
+
 static void gemm_block(const kf_ctx& ctx, const T* A, const T* B, T* C, int M, int N, int K,
                        float alpha, float beta) {
   const RowRun run = row_run(ctx, M);
@@ -317,8 +330,9 @@ static void gemm_block(const kf_ctx& ctx, const T* A, const T* B, T* C, int M, i
 #ifdef KF_WIDE_PARTIALS
   float* P = scratch_floats(2, (long long)(run.r1 - run.r0) * nc);  // the run's fp32 partial sums
 #endif
-  for (int k0 = 0; k0 < K; k0 += KC) {
-    const int kc = K - k0 < KC ? K - k0 : KC;
+  const int kcs = slice_depth(K);
+  for (int k0 = 0; k0 < K; k0 += kcs) {
+    const int kc = K - k0 < kcs ? K - k0 : kcs;
     float* Bp = nullptr;  // the fp32 panels of this slice of B, packed once, when first needed
 #ifdef KF_BF16_DOT
     const int kp = (kc + 1) / 2;

@@ -69,5 +69,18 @@ TEST(GemmCpu, RowRunsAtEveryThreadCountAndPacking) {
     }
 }
 
+// fp32's pack_a transposes 8 x 8 blocks in registers: panel heights of 4 to 12 (one group of
+// rows, partial or whole, or 8 and a partial one), a partial last panel (M = 203), and K = 129 over slices
+// of equal depth (KC = 64: three of 48, 48 and 33, the last with a scalar tail of one k).
+// PACK_A = 1 packs every panel (NC = 64 would read A in place otherwise).
+TEST(GemmCpu, PackedAAtEveryPanelHeightOverEvenSlices) {
+  for (const std::int64_t mr : {4, 6, 8, 12}) {
+    const EvalResult r = verify_cpu({{"M", 203}, {"N", 70}, {"K", 129}}, DType::fp32,
+                                    {{"MR", mr}, {"NV", 1}, {"MC", 24}, {"NC", 64}, {"KC", 64}, {"PACK_A", 1}},
+                                    false);
+    EXPECT_TRUE(r.passed()) << "MR=" << mr << ": " << test::describe(r);
+  }
+}
+
 }  // namespace
 }  // namespace kforge
