@@ -16,16 +16,18 @@
 //
 // BS is a size of the problem (it fixes the tensors' lengths), passed at run time: the work-item
 // dispatches to a tile compiled for it (the accumulator count a constant, so they stay in
-// registers), exact for 1, 2, 4, 8 and 16, else a 16-row tile with the rows past BS skipped by
-// a branch uniform over the work-group. The spec's constraint BS * CPT <= 32 bounds the
-// accumulators. Parameters (#defines): WX work-items along columns, CPT columns per work-item,
-// WY block rows per work-group.
+// registers), exact for 1, 2, 4, 8 and 16, else the next of those up with the rows past BS
+// skipped by a branch uniform over the work-group. The spec's constraint BS * CPT <= 32 bounds
+// the accumulators; a tile it excludes (TB * CPT > 32: the power of two up from a BS that holds
+// it never does) compiles to nothing. Parameters (#defines): WX work-items along columns, CPT
+// columns per work-item, WY block rows per work-group.
 
 // One block row's strip for a tile of TB accumulator rows; `rows` is BS (== TB when exact).
 #define BELL_TILE(TB)                                                                                    \
   static void bell_tile_##TB(__global const float* slots, __global const float* tiles,                  \
                              __global const float* B, __global float* C, int K, int N, int EC,          \
                              int rows, int r0, int nr, int n0) {                                         \
+    if (TB * CPT > 32) return; /* BS * CPT <= 32 (the spec) never sends a BS here: no code */            \
     float acc[TB][CPT];                                                                                  \
     for (int i = 0; i < TB; ++i)                                                                         \
       for (int c = 0; c < CPT; ++c) acc[i][c] = 0.0f;                                                    \
@@ -78,6 +80,9 @@ __kernel void spmm_bell(__global const float* block_col, __global const float* v
     case 4: bell_tile_4(slots, tiles, B, C, K, N, EC, 4, r0, nr, n0); break;
     case 8: bell_tile_8(slots, tiles, B, C, K, N, EC, 8, r0, nr, n0); break;
     case 16: bell_tile_16(slots, tiles, B, C, K, N, EC, 16, r0, nr, n0); break;
-    default: bell_tile_16(slots, tiles, B, C, K, N, EC, BS, r0, nr, n0); break;  // the problem refuses BS > 16
+    default:  // the next tile up, rows bounded (the problem refuses BS > 16)
+      if (BS < 4) bell_tile_4(slots, tiles, B, C, K, N, EC, BS, r0, nr, n0);
+      else if (BS < 8) bell_tile_8(slots, tiles, B, C, K, N, EC, BS, r0, nr, n0);
+      else bell_tile_16(slots, tiles, B, C, K, N, EC, BS, r0, nr, n0);
   }
 }

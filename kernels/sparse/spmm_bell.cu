@@ -11,13 +11,17 @@
 // No atomics: each element of C has one writer, summed in slot order.
 //
 // BS is a size (run time): the thread dispatches to a tile compiled for 1, 2, 4, 8 or 16 rows,
-// else the 16-row tile with the rows past BS skipped (a warp-uniform branch). The spec's
-// constraint BS * CPT <= 32 bounds the accumulators. Parameters (#defines): WX threads along
+// else the next of those up with the rows past BS skipped (a warp-uniform branch). The spec's
+// constraint BS * CPT <= 32 bounds the accumulators; tiles it excludes (TB * CPT > 32: the next
+// power of two up from a BS that holds it never does) compile to nothing, so they cost no
+// registers. The register count is still the largest compiled tile's: 96 at the defaults (CPT
+// 2, the 16-row tile included), whatever BS the data has. Parameters (#defines): WX threads along
 // columns, CPT columns per thread, WY block rows per block.
 template <int TB>
 __device__ __forceinline__ void bell_tile(const float* __restrict__ slots, const float* __restrict__ tiles,
                                           const float* __restrict__ B, float* __restrict__ C, int K, int N,
                                           int EC, int rows, int r0, int nr, int n0) {
+  if (TB * CPT > 32) return;  // the spec's BS * CPT <= 32 never sends a BS here: no code, no registers
   float acc[TB][CPT];
 #pragma unroll
   for (int i = 0; i < TB; ++i)
@@ -71,6 +75,9 @@ spmm_bell(const float* __restrict__ block_col, const float* __restrict__ values,
     case 4: return bell_tile<4>(slots, tiles, B, C, K, N, EC, 4, r0, nr, n0);
     case 8: return bell_tile<8>(slots, tiles, B, C, K, N, EC, 8, r0, nr, n0);
     case 16: return bell_tile<16>(slots, tiles, B, C, K, N, EC, 16, r0, nr, n0);
-    default: return bell_tile<16>(slots, tiles, B, C, K, N, EC, BS, r0, nr, n0);  // the problem refuses BS > 16
+    default:  // the next tile up, rows bounded (the problem refuses BS > 16)
+      if (BS < 4) return bell_tile<4>(slots, tiles, B, C, K, N, EC, BS, r0, nr, n0);
+      if (BS < 8) return bell_tile<8>(slots, tiles, B, C, K, N, EC, BS, r0, nr, n0);
+      return bell_tile<16>(slots, tiles, B, C, K, N, EC, BS, r0, nr, n0);
   }
 }
