@@ -3,9 +3,10 @@
 // and column), with exact (4, 8) and run-time-bounded (3) tiles, EC cutting block rows or
 // padding them; empty block rows; a kernel that skips the last partial tile is caught;
 // malformed structures are refused naming the slot; the bound follows each row's nonzeros.
-// OpenCL (spmm_bell.cl, on PoCL here): the same shapes with exact (4, 8, 16) and bounded (3, 5)
-// tiles, several work-groups' block rows and column strips with tails, empty block rows, and a
-// variant that skips the last partial tile caught. (spmm_bell.cu: compiled for sm_90 by
+// OpenCL (spmm_bell.cl, on PoCL here): the same shapes with register tiles of RB = 4 rows whole
+// (BS 4, 8, 16: one, two, four chunks) and bounded (BS 3, 1; BS 5: a whole chunk and one row),
+// several work-groups' block rows and column strips with tails, empty block rows, and a variant
+// that skips the last partial tile caught. (spmm_bell.cu: compiled for sm_90 by
 // CudaBackend.EveryLibraryKernelCompilesThroughTheBackend.)
 #include <gtest/gtest.h>
 
@@ -93,21 +94,22 @@ TEST(SpmmBellCpu, SkippingThePartialTileIsRejected) {
 }
 
 // One configuration (one PoCL compile: a cold compile is ~2 s): N = 45 with WX * CPT = 32, a
-// strip and a tail; block rows of 4 in groups of WY = 4 (the last group part empty), of 8 cut
-// by EC; tiles bounded at run time (3 rows of the 4-row tile, 5 of the 8-row one).
+// strip and a tail; block rows of 4 in groups of WY = 4 (the last group part empty), of 8 (two
+// chunks of RB = 4) cut by EC; chunks bounded at run time (BS 3: 3 rows of 4; BS 5: 4, then 1).
 TEST(SpmmBellOpenCl, PassesEveryPatternAtOddShapes) {
   auto backend = make_backend("opencl");
   if (!backend->can_run()) GTEST_SKIP() << "no OpenCL device: " << backend->device();
-  const ParamValues p{{"WX", 8}, {"CPT", 4}, {"WY", 4}};
+  const ParamValues p{{"WX", 8}, {"CPT", 4}, {"WY", 4}, {"RB", 4}};
   for (int pattern = 0; pattern < sparse::kPatternCount; ++pattern) {
     expect_passes(*backend, {37, 53, 45, 400, 4, 14, p}, pattern);  // every tile
     expect_passes(*backend, {37, 53, 45, 400, 8, 3, p}, pattern);   // EC cuts the fuller block rows
   }
-  expect_passes(*backend, {37, 53, 45, 400, 3, 18, p}, 3);  // 3 rows of a 4-row tile
-  expect_passes(*backend, {37, 53, 45, 400, 5, 11, p}, 2);  // 5 rows of an 8-row tile
+  expect_passes(*backend, {37, 53, 45, 400, 3, 18, p}, 3);  // 3 rows of a 4-row chunk
+  expect_passes(*backend, {37, 53, 45, 400, 5, 11, p}, 2);  // a whole chunk, then 1 row
 }
 
-// At the defaults: a 1x1, a dense 16 x 16 tile larger than A, empty block rows.
+// At the defaults (RB = 4): a 1x1, a dense 16 x 16 tile larger than A (four chunks, the last
+// rows past M), empty block rows, BS = 1 (one row of a 4-row chunk).
 TEST(SpmmBellOpenCl, EdgeShapesAtTheDefaults) {
   auto backend = make_backend("opencl");
   if (!backend->can_run()) GTEST_SKIP() << "no OpenCL device: " << backend->device();
@@ -124,10 +126,10 @@ TEST(SpmmBellOpenCl, SkippingThePartialTileIsRejected) {
   if (!backend->can_run()) GTEST_SKIP() << "no OpenCL device: " << backend->device();
   const auto p = find_problem("spmm_bell");
   std::string source = library_kernel(*p, Lang::opencl, p->default_sizes()).source;
-  const std::string cut = "nk = min(rows, K - k0);";
+  const std::string cut = "nk = min(bs, K - k0);";
   const auto at = source.find(cut);
   ASSERT_NE(at, std::string::npos) << "the kernel's tile loop moved: update this test";
-  source.replace(at, cut.size(), "nk = K - k0 < rows ? 0 : rows;");
+  source.replace(at, cut.size(), "nk = K - k0 < bs ? 0 : bs;");
   const EvalResult r = evaluate_case(*backend, {37, 53, 64, 400, 4, 14, {}}, 2, source);
   EXPECT_EQ(r.disposition, Disposition::incorrect) << test::describe(r);
 }
