@@ -69,9 +69,9 @@ inline Launch compile(Backend& backend, const KernelSpec& spec, const Sizes& siz
   return l;
 }
 
-// The problem's default cpu kernel at `sizes`, compiled.
+// The problem's default kernel for the backend's language at `sizes`, compiled.
 inline Launch prepare(Backend& backend, const Problem& p, const Sizes& sizes, const ParamValues& overrides = {}) {
-  return compile(backend, library_kernel(p, Lang::cpp, sizes), sizes, overrides);
+  return compile(backend, library_kernel(p, backend.lang(), sizes), sizes, overrides);
 }
 
 // One of the problem's library kernels by name (a kernel that is not the default: the adaptive ones).

@@ -1,5 +1,5 @@
-// spmm over blocked-ELL (kernels/sparse/spmm_bell.cpp, tiles of BS x BS) against the CSR
-// library kernel spmm.cpu on the same matrix: where the tiles are full (block-sparse: the
+// spmm over blocked-ELL (kernels/sparse/spmm_bell.cpp / .cl, tiles of BS x BS) against the CSR
+// library kernel of the same backend (spmm.cpu / spmm.opencl) on the same matrix: where the tiles are full (block-sparse: the
 // `block` generator's 4-row groups sharing 4-column blocks) blocked-ELL should win (no index per
 // nonzero, each B row loaded once per tile); where they are mostly zeros (uniform) it should
 // lose (it multiplies every stored zero, and pads every block row to the fullest one's count).
@@ -7,12 +7,13 @@
 // Matrices M = K (--rows), N dense columns (--cols): block at 5%, banded at 2%, uniform at 1% and
 // 10%. Each comes from the spmm_bell problem (kernels/sparse/spmm_bell_problem.hpp: the pattern
 // generator tiled at BS, EC = the fullest block row's tiles, so nothing is cut; not timed) and its
-// library kernel spmm_bell.cpu; the CSR copy for spmm.cpu is the same stored matrix
+// library kernel for --backend (cpu or opencl); the CSR copy for spmm is the same stored matrix
 // (sparse::to_csr). Its fill (nonzero share of the stored cells, padding slots included) is
 // printed. Both C are checked against spmm_bell's double reference (1e-4 relative to the row's
 // magnitude) before timing; then `--rounds` rounds, each timing every variant (median of its
 // samples) in turn; ratio per round = spmm.cpu / blocked-ELL (> 1: blocked-ELL faster), median
-// over rounds (min..max). CPU timings.
+// over rounds (min..max). --backend opencl: both kernels at their spec defaults on the OpenCL
+// device (PoCL on this machine's CPU: the CPU again, through PoCL's compiler), the backend's times.
 #include <cmath>
 #include <thread>
 
@@ -48,7 +49,8 @@ std::vector<Arg> args_of(const std::vector<std::unique_ptr<Buffer>>& bufs, const
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"spmm over blocked-ELL vs CSR spmm.cpu, CPU timings"};
+  CLI::App app{"spmm over blocked-ELL vs CSR spmm of the same backend (cpu or opencl)"};
+  std::string backend_name = "cpu";
   std::int64_t M = 4096, N = 64;
   int rounds = 3, threads = 0;
   double seconds = 0.4;
@@ -58,12 +60,19 @@ int main(int argc, char** argv) {
   app.add_option("--blocks", blocks, "tile sizes BS")->capture_default_str();
   app.add_option("--rounds", rounds, "rounds")->capture_default_str();
   app.add_option("--seconds", seconds, "most seconds of sampling per variant per round")->capture_default_str();
-  app.add_option("--threads", threads, "threads (0: all cores)")->capture_default_str();
+  app.add_option("--threads", threads, "cpu threads (0: all cores)")->capture_default_str();
+  app.add_option("--backend", backend_name, "cpu or opencl")->capture_default_str()->check(CLI::IsMember({"cpu", "opencl"}));
   CLI11_PARSE(app, argc, argv);
 
-  auto backend = make_backend("cpu", {.threads = threads});
+  auto backend = make_backend(backend_name, {.threads = threads});
+  if (!backend->can_run()) {
+    fmt::print(stderr, "backend {} cannot run here: {}\n", backend_name, backend->device());
+    return 2;
+  }
   const auto csr_problem = find_problem("spmm"), bell_problem = find_problem("spmm_bell");
-  fmt::print(stderr, "cpu: {}\n", backend->device());
+  fmt::print(stderr, "{}: {}\n", backend_name, backend->device());
+  const std::string csr_name = library_kernel(*csr_problem, backend->lang()).name,
+                    bell_name = library_kernel(*bell_problem, backend->lang()).name;
   MeasureOptions o;
   o.min_repetitions = 5;
   o.min_time_s = seconds / 2;
@@ -77,9 +86,12 @@ int main(int argc, char** argv) {
                                   {"banded 2%", sparse::Pattern::banded, 0.02},
                                   {"uniform 1%", sparse::Pattern::uniform, 0.01},
                                   {"uniform 10%", sparse::Pattern::uniform, 0.10}};
-  fmt::print("spmm, M = K = {}, N = {}; CPU timings on {} thread(s)\n", M, N,
-             threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
-  fmt::print("| matrix | nnz | BS | fill | EC | spmm.cpu (CSR) ms | blocked-ELL ms | CSR / blocked-ELL | load |\n");
+  if (backend_name == "cpu")
+    fmt::print("spmm, M = K = {}, N = {}; CPU timings on {} thread(s)\n", M, N,
+               threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
+  else
+    fmt::print("spmm, M = K = {}, N = {}; {} on {}\n", M, N, backend_name, backend->device());
+  fmt::print("| matrix | nnz | BS | fill | EC | {} (CSR) ms | {} ms | CSR / blocked-ELL | load |\n", csr_name, bell_name);
   fmt::print("|---|---:|---:|---:|---:|---:|---:|---|---:|\n");
   for (const auto& input : inputs) {
     const std::int64_t nnz = std::llround(input.density * M * M);
@@ -125,9 +137,9 @@ int main(int argc, char** argv) {
             throw std::runtime_error(fmt::format("{} is wrong on {} at C[{}]: {} vs {}", what, input.name, i, got[i], ref[0][i]));
       };
       csr(csr_args);
-      check("spmm.cpu", *cb[4]);
+      check(csr_name, *cb[4]);
       bell(bell_args);
-      check(fmt::format("spmm_bell.cpu BS={}", bs), *bb[3]);
+      check(fmt::format("{} BS={}", bell_name, bs), *bb[3]);
       std::vector<double> t_csr, t_bell, ratio;
       for (int r = 0; r < rounds; ++r) {
         t_csr.push_back(measure([&] { return csr(csr_args); }, o).median_s);

@@ -182,7 +182,10 @@ class SpmmBell final : public Problem {
   // Eigen's row-major SparseMatrix (the same matrix in CSR) times B, as spmm's baseline.
   std::function<void()> baseline(const Instance& in, int threads) const override;
   std::string baseline_name() const override { return "eigen_sparse"; }
-  std::vector<std::string> kernel_specs() const override { return {"kernels/sparse/spmm_bell_cpu.json"}; }
+  std::vector<std::string> kernel_specs() const override {
+    return {"kernels/sparse/spmm_bell_cpu.json", "kernels/sparse/spmm_bell_opencl.json",
+            "kernels/sparse/spmm_bell_cuda.json"};
+  }
 
   // block_col: a tile moved to a block column its block row lacks (where a nonzero of it stays
   // inside K), or the last tile of a block row dropped to padding; values: a cell of a stored

@@ -195,7 +195,7 @@ void add_suite(CLI::App& app, int& code) {
         if (std::none_of(kernels.begin(), kernels.end(), [&](const KernelSpec& k) {
               return k.lang == backend->lang() && (!from_file || k.applies_to(sizes)); })) {
           ++done;  // a problem file need not bring a kernel for every backend, nor a library
-          continue;  // problem (spmm_bell: cpu only so far)
+          continue;  // problem that has no kernel on this backend yet
         }
         EvalRequest req = make_request(io, *p, library_kernel(*p, backend->lang(), sizes), name);
         req.bench = true;

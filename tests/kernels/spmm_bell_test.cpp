@@ -3,6 +3,11 @@
 // and column), with exact (4, 8) and run-time-bounded (3) tiles, EC cutting block rows or
 // padding them; empty block rows; a kernel that skips the last partial tile is caught;
 // malformed structures are refused naming the slot; the bound follows each row's nonzeros.
+// OpenCL (spmm_bell.cl, on PoCL here): the same shapes with register tiles of RB = 4 rows whole
+// (BS 4, 8, 16: one, two, four chunks) and bounded (BS 3, 1; BS 5: a whole chunk and one row),
+// several work-groups' block rows and column strips with tails, empty block rows, and a variant
+// that skips the last partial tile caught. (spmm_bell.cu: compiled for sm_90 by
+// CudaBackend.EveryLibraryKernelCompilesThroughTheBackend.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -84,6 +89,47 @@ TEST(SpmmBellCpu, SkippingThePartialTileIsRejected) {
   const auto at = source.find(stop);
   ASSERT_NE(at, std::string::npos) << "the kernel's slot loop moved: update this test";
   source.replace(at, stop.size(), "if (bc < 0) break; if ((bc + 1) * rows > K) continue;");
+  const EvalResult r = evaluate_case(*backend, {37, 53, 64, 400, 4, 14, {}}, 2, source);
+  EXPECT_EQ(r.disposition, Disposition::incorrect) << test::describe(r);
+}
+
+// One configuration (one PoCL compile: a cold compile is ~2 s): N = 45 with WX * CPT = 32, a
+// strip and a tail; block rows of 4 in groups of WY = 4 (the last group part empty), of 8 (two
+// chunks of RB = 4) cut by EC; chunks bounded at run time (BS 3: 3 rows of 4; BS 5: 4, then 1).
+TEST(SpmmBellOpenCl, PassesEveryPatternAtOddShapes) {
+  auto backend = make_backend("opencl");
+  if (!backend->can_run()) GTEST_SKIP() << "no OpenCL device: " << backend->device();
+  const ParamValues p{{"WX", 8}, {"CPT", 4}, {"WY", 4}, {"RB", 4}};
+  for (int pattern = 0; pattern < sparse::kPatternCount; ++pattern) {
+    expect_passes(*backend, {37, 53, 45, 400, 4, 14, p}, pattern);  // every tile
+    expect_passes(*backend, {37, 53, 45, 400, 8, 3, p}, pattern);   // EC cuts the fuller block rows
+  }
+  expect_passes(*backend, {37, 53, 45, 400, 3, 18, p}, 3);  // 3 rows of a 4-row chunk
+  expect_passes(*backend, {37, 53, 45, 400, 5, 11, p}, 2);  // a whole chunk, then 1 row
+}
+
+// At the defaults (RB = 4): a 1x1, a dense 16 x 16 tile larger than A (four chunks, the last
+// rows past M), empty block rows, BS = 1 (one row of a 4-row chunk).
+TEST(SpmmBellOpenCl, EdgeShapesAtTheDefaults) {
+  auto backend = make_backend("opencl");
+  if (!backend->can_run()) GTEST_SKIP() << "no OpenCL device: " << backend->device();
+  expect_passes(*backend, {1, 1, 1, 1, 1, 1, {}}, 0);        // a 1x1 matrix
+  expect_passes(*backend, {13, 17, 3, 2000, 16, 2, {}}, 0);  // dense, one tile larger than A
+  expect_passes(*backend, {29, 31, 70, 1, 4, 2, {}}, 0);     // one nonzero: every other block row empty
+  expect_passes(*backend, {29, 31, 70, 300, 1, 31, {}}, 5);  // the empty rows and columns pattern, BS = 1
+}
+
+// The OpenCL kernel with the last, partial block column skipped (K - k0 < BS): right wherever K
+// is a multiple of BS, so the protocol must catch it at K = 53, BS = 4 (banded: nonzeros there).
+TEST(SpmmBellOpenCl, SkippingThePartialTileIsRejected) {
+  auto backend = make_backend("opencl");
+  if (!backend->can_run()) GTEST_SKIP() << "no OpenCL device: " << backend->device();
+  const auto p = find_problem("spmm_bell");
+  std::string source = library_kernel(*p, Lang::opencl, p->default_sizes()).source;
+  const std::string cut = "nk = min(bs, K - k0);";
+  const auto at = source.find(cut);
+  ASSERT_NE(at, std::string::npos) << "the kernel's tile loop moved: update this test";
+  source.replace(at, cut.size(), "nk = K - k0 < bs ? 0 : bs;");
   const EvalResult r = evaluate_case(*backend, {37, 53, 64, 400, 4, 14, {}}, 2, source);
   EXPECT_EQ(r.disposition, Disposition::incorrect) << test::describe(r);
 }
