@@ -144,7 +144,11 @@ void apply_reports(const std::vector<Report>& reports, const Sizes& sizes, EvalR
     const Report* first = nullptr;
     for (const Report& rep : reports)
       if (rep.kind == kind && n++ == 0) first = &rep;
-    if (!first) continue;
+    if (!first) {
+      if (kind == "race")
+        add_check(r, kind, true, "Oclgrind saw no data race or barrier divergence (its run at " + format_sizes(sizes) + ")");
+      continue;
+    }
     std::string detail = detail_of(*first, n);
     detail += " (Oclgrind's run at " + format_sizes(sizes) + ")";
     add_check(r, kind, false, detail);
