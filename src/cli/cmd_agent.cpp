@@ -65,15 +65,17 @@ void add_agent(CLI::App& app, int& code) {
   cmd->add_flag("--no-index-width", o->no_index_width,
                 "verify candidates without the index_width check (one input past 2^31 elements; "
                 "it costs seconds a candidate)");
-  cmd->add_flag("--tsan", o->tsan,
-                "cpu: every candidate's thorough verification (and the final check) also runs it built with "
-                "ThreadSanitizer, each block on a thread of its own; a data race is `nondeterministic`, check `race`");
+  cmd->add_flag("--tsan,--race-worker", o->tsan,
+                "cpu and opencl: every candidate's thorough verification (and the final check) also goes to the "
+                "race worker (cpu: ThreadSanitizer, each block on a thread of its own; opencl: Oclgrind); a data "
+                "race is `nondeterministic`, check `race`");
   add_db_option(*cmd, o->db);
   o->measure.add_to(*cmd);
   cmd->add_flag("--json", o->json, "print the summary as one JSON document");
   cmd->callback([o, &code] {
-    if (o->tsan && o->backend != "cpu")
-      throw UsageError("--tsan sees cpu kernels only (--backend " + o->backend + "): drop --tsan");
+    if (o->tsan && o->backend != "cpu" && o->backend != "opencl")
+      throw UsageError("--tsan (the race worker) sees cpu and opencl kernels only (--backend " + o->backend +
+                       "): drop --tsan");
     const auto problem = find_problem(o->problem);
     AgentOptions a;
     a.problem = o->problem;

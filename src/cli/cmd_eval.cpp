@@ -86,9 +86,9 @@ void add_eval(CLI::App& app, int& code) {
   cmd->add_flag("--bench", o->bench, "time it after it passes");
   cmd->add_option("--timeout", o->timeout_s, "seconds before the worker is killed")->capture_default_str();
   cmd->add_option("--memory", o->memory_gib, "GiB of address space the worker may use")->capture_default_str();
-  cmd->add_flag("--tsan", o->tsan, "thorough verification of a cpu kernel also runs it built with ThreadSanitizer, "
-                "each block on a thread of its own: a data race in its code is `nondeterministic`, check `race` "
-                "(a second worker, without the address-space limit; docs/verification.md)");
+  cmd->add_flag("--tsan,--race-worker", o->tsan, "after a thorough pass, the race worker runs the kernel once more: "
+                "cpu built with ThreadSanitizer, each block on a thread of its own; opencl on Oclgrind's simulated "
+                "device at a small instance; a data race is `nondeterministic`, check `race` (docs/verification.md)");
   auto no_sandbox = std::make_shared<bool>(false);
   cmd->add_flag("--no-sandbox", *no_sandbox,
                 "run the kernel without the worker's seccomp sandbox (for debugging; "
@@ -102,8 +102,9 @@ void add_eval(CLI::App& app, int& code) {
     req.bench = o->bench;
     req.baseline = o->bench;
     if (o->tsan && o->quick) throw UsageError("--tsan is a thorough check: drop --quick");
-    if (o->tsan && backend != "cpu")
-      throw UsageError("--tsan sees cpu kernels only (this source runs on " + backend + "): drop --tsan");
+    if (o->tsan && backend != "cpu" && backend != "opencl")
+      throw UsageError("--tsan (the race worker) sees cpu and opencl kernels only (this source runs on " + backend +
+                       "): drop --tsan");
     req.verify.tsan = o->tsan;
     const auto r = evaluate_isolated(req, {.timeout_s = o->timeout_s,
                                            .memory_bytes = static_cast<long long>(o->memory_gib * (1ll << 30)),

@@ -30,8 +30,9 @@ void add_run(CLI::App& app, int& code, const char* name, const char* help, bool 
   if (bench) store->add_to(*cmd);
   auto tsan = std::make_shared<bool>(false);
   if (!bench)
-    cmd->add_flag("--tsan", *tsan, "cpu, thorough: after a pass, run the kernel once more built with ThreadSanitizer, "
-                                   "each block on a thread of its own; a data race is `nondeterministic`, check `race`");
+    cmd->add_flag("--tsan,--race-worker", *tsan, "thorough: after a pass, the race worker runs the kernel once more "
+                                   "(cpu: built with ThreadSanitizer, each block on a thread of its own; opencl: on "
+                                   "Oclgrind); a data race is `nondeterministic`, check `race`");
   cmd->callback([o, no_baseline, bench, store, measure, compare, tsan, &code] {
     if (!compare->empty()) {
       code = compare_result_files((*compare)[0], (*compare)[1], o->json);
@@ -51,7 +52,7 @@ void add_run(CLI::App& app, int& code, const char* name, const char* help, bool 
       if (bench) measure->apply(req.measure);
       if (bench) sources.push_back(store->choose(req, *backend, o->params));
       // A problem file's kernels are not kforge's own: they run in an isolated worker.
-      if (*tsan && name == "cpu") req.verify.tsan = true;  // other backends: the race worker sees cpu kernels only
+      if (*tsan && (name == "cpu" || name == "opencl")) req.verify.tsan = true;  // cuda: no race worker
       if (!problem->source_file().empty()) {
         results.push_back(evaluate_isolated(req));  // the race worker runs inside, after a pass
         continue;

@@ -26,9 +26,9 @@ void add_tune(CLI::App& app, int& code) {
   cmd->add_option("--strategy", o->strategy, "bayes (Gaussian process), brute, random, anneal, genetic or mapelites")->capture_default_str();
   cmd->add_option("--budget", o->budget, "evaluations per backend (the default configuration included)")->capture_default_str();
   cmd->add_option("--tune-seed", o->tune_seed, "seed of the strategy")->capture_default_str();
-  cmd->add_flag("--tsan", o->tsan, "cpu: every thorough verification (the winner's; every candidate's with "
-                "--thorough) also runs the kernel built with ThreadSanitizer, each block on a thread of its "
-                "own; a data race is `nondeterministic`, check `race`");
+  cmd->add_flag("--tsan,--race-worker", o->tsan, "cpu and opencl: every thorough verification (the winner's; every "
+                "candidate's with --thorough) also goes to the race worker (cpu: ThreadSanitizer, each block on a "
+                "thread of its own; opencl: Oclgrind); a data race is `nondeterministic`, check `race`");
   add_tune_extras(*cmd, o->extra);
   o->store.add_to(*cmd);
   cmd->callback([o, &code, cmd] {
@@ -40,8 +40,10 @@ void add_tune(CLI::App& app, int& code) {
     if (o->problem.empty()) throw UsageError("tune needs a problem (see `kforge list`) or --replay CACHE.json");
     if (o->tsan) {
       bool cpu = false;
-      for (const auto& name : backend_list(o->backends)) cpu = cpu || name == "cpu";
-      if (!cpu) throw UsageError("--tsan sees cpu kernels only (--backend " + o->backends + "): add cpu or drop --tsan");
+      for (const auto& name : backend_list(o->backends)) cpu = cpu || name == "cpu" || name == "opencl";
+      if (!cpu)
+        throw UsageError("--tsan (the race worker) sees cpu and opencl kernels only (--backend " + o->backends +
+                         "): add cpu or opencl, or drop --tsan");
     }
     const auto problem = find_problem(o->problem);
     nlohmann::json doc = nlohmann::json::array();
@@ -53,7 +55,7 @@ void add_tune(CLI::App& app, int& code) {
       const Sizes sizes = problem->resolve_sizes(parse_assignments(o->sizes));  // picks the kernel
       EvalRequest base = make_request(*o, *problem, restrict_space(library_kernel(*problem, backend->lang(), sizes), only), name);
       // Thorough verifications only (the quick candidates' level says so: store/verification_level.cpp).
-      base.verify.tsan = o->tsan && name == "cpu";
+      base.verify.tsan = o->tsan && (name == "cpu" || name == "opencl");
       TuneOptions to{o->strategy, o->budget, o->tune_seed, o->extra.time_limit_s, strategy_options(o->extra)};
       to.objective = o->extra.objective;
       to.isolate = !problem->source_file().empty();  // a problem file's kernels are not kforge's own

@@ -2,6 +2,8 @@
 // and how its reports become a verdict.
 #include "eval/tsan_probe.hpp"
 
+#include "eval/oclgrind_probe.hpp"
+
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -120,7 +122,7 @@ struct TsanRun {
 TsanRun tsan_run_of(const EvalRequest& req) {
   TsanRun t;
   const std::string runtime = tsan_runtime();
-  if (req.backend != "cpu") t.skipped = "ThreadSanitizer sees only cpu kernels (this is " + req.backend + ")";
+  if (req.backend != "cpu") t.skipped = "no race worker for " + req.backend + " kernels (cpu: ThreadSanitizer, opencl: Oclgrind)";
   else if (runtime.empty() || !std::filesystem::exists(runtime))
     t.skipped = "no ThreadSanitizer runtime (libtsan) was found for the compiler: install it (Debian: libtsan2) "
                 "or set KFORGE_TSAN_RUNTIME";
@@ -172,6 +174,8 @@ void apply_tsan_run(const ProcessResult& p, const std::string& what, const EvalR
 
 void probe_races(const EvalRequest& sent, const IsolationLimits& limits, const std::string& worker,
                  EvalResult& r) {
+  // OpenCL's race worker is Oclgrind's simulated device (oclgrind_probe.hpp).
+  if (sent.backend == "opencl") return probe_oclgrind(sent, limits, worker, r);
   const TsanRun t = tsan_run_of(sent);
   if (!t.skipped.empty()) return note_skipped(t.skipped, r);
   std::vector<std::string> argv = t.env;

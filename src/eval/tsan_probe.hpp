@@ -16,6 +16,8 @@ namespace kforge {
 // $KFORGE_TSAN_RUNTIME, else what CMake found (KFORGE_TSAN_RUNTIME), else empty (none).
 [[nodiscard]] std::string tsan_runtime();
 
+// The race worker of a passed thorough verdict. opencl: Oclgrind (probe_oclgrind,
+// oclgrind_probe.hpp). cpu: the rest of this comment.
 // Runs `sent` in the race worker (`worker`: the kforge-worker binary) and reads its reports
 // into `r`: a data race with an access in the kernel's code fails a passed verdict
 // (`nondeterministic`, check `race`, naming both accesses by source line; a verdict that had

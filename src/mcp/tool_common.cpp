@@ -49,8 +49,9 @@ json instance_property(const std::string& name) {
   if (name == "tsan")
     return {{"type", "boolean"},
             {"description",
-             "cpu, thorough: after a pass, run the kernel once more built with ThreadSanitizer, each "
-             "block on a thread of its own; a data race fails it (nondeterministic, check race)"}};
+             "cpu and opencl, thorough: after a pass, the race worker runs the kernel once more (cpu: built "
+             "with ThreadSanitizer, each block on a thread of its own; opencl: on Oclgrind's simulated device); "
+             "a data race fails it (nondeterministic, check race)"}};
   throw std::logic_error("no instance property " + name);
 }
 
@@ -176,8 +177,8 @@ EvalRequest request_of(const json& args, const Problem& p, const KernelSpec& ker
   if (args.contains("seed")) r.verify.seed = args["seed"].get<std::uint64_t>();
   r.verify.tsan = args.value("tsan", false);
   if (r.verify.tsan && !r.verify.thorough) throw UsageError("tsan is a thorough check: drop quick");
-  if (r.verify.tsan && backend != "cpu")
-    throw UsageError("tsan sees cpu kernels only (this runs on " + backend + "): drop tsan");
+  if (r.verify.tsan && backend != "cpu" && backend != "opencl")
+    throw UsageError("tsan (the race worker) sees cpu and opencl kernels only (this runs on " + backend + "): drop tsan");
   return r;
 }
 

@@ -96,9 +96,10 @@ TEST(TsanEverywhere, TuneCliRunsTheRaceWorkerOnTheWinner) {
     else EXPECT_FALSE(v.value("tsan", true)) << v.dump();
   }
   EXPECT_EQ(thorough_with_tsan, 1) << exported.out;
-  const auto cl = test::kforge_cli("tune gemm --backend opencl --budget 1 --tsan");
-  EXPECT_EQ(cl.exit_code, 2) << cl.err;
-  EXPECT_NE(cl.err.find("--tsan sees cpu kernels only"), std::string::npos) << cl.err;
+  // cpu and opencl have a race worker (ThreadSanitizer, Oclgrind); cuda has none.
+  const auto cu = test::kforge_cli("tune gemm --backend cuda --budget 1 --tsan");
+  EXPECT_EQ(cu.exit_code, 2) << cu.err;
+  EXPECT_NE(cu.err.find("--tsan (the race worker) sees cpu and opencl kernels only"), std::string::npos) << cu.err;
 }
 
 // `kforge agent --tsan`: the candidate's thorough verification runs the race worker, and the
@@ -123,8 +124,8 @@ TEST(TsanEverywhere, AgentRejectsTheRacyCandidateWithCheckRace) {
   const json& f = ms[1];
   EXPECT_EQ(f.at("gate"), "thorough_verify") << f.dump(2);
   EXPECT_EQ(f.at("failure").at("check"), "race") << f.dump(2);
-  const auto cl = test::kforge_cli("agent --problem gemm --backend opencl --tsan --proposer true");
-  EXPECT_EQ(cl.exit_code, 2) << cl.err;
+  const auto cu = test::kforge_cli("agent --problem gemm --backend cuda --tsan --proposer true");
+  EXPECT_EQ(cu.exit_code, 2) << cu.err;
 }
 
 }  // namespace

@@ -8,10 +8,12 @@
 // work-group at a time, in order, it is exact.
 // Caught by: `determinism` (a repeat of the same inputs fails) or, when the first run already
 //   lost a slice, that run's `bound`, or `poison_read` when a work-group read C (poisoned at
-//   beta = 0) before another wrote it.
+//   beta = 0) before another wrote it. With `--tsan` (the OpenCL race worker: Oclgrind, see
+//   docs/verification.md "Oclgrind"), also `race` on a seed that none of those caught: Oclgrind
+//   names the read of C and the store of another work-group's slice, whatever the schedule.
 //   build/kforge eval --problem gemm --lang opencl --source tests/verify/wrong/race_split_k.cl \
 //     --params KS=8 --grid 'ceil_div(N,128),ceil_div(M,128),KS' --block 16,16,1 \
-//     --size M=128,N=128,K=512 --json
+//     --size M=128,N=128,K=512 --tsan --json
 __kernel void gemm(__global const float* A, __global const float* B, __global float* C,
                    int M, int N, int K, float alpha, float beta) {
   const int j0 = get_global_id(0) * 8, i0 = get_global_id(1) * 8;

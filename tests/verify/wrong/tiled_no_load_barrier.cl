@@ -6,13 +6,14 @@
 // not overwrite a tile that others still read. Whether it shows depends on how the driver runs
 // the work-items of a group (PoCL runs them as loops, in lockstep vectors or one after another;
 // a GPU runs warps in any order).
-// NOT CAUGHT on PoCL (a known gap, docs/verification.md "Races"): it passed every seed, before
-// and after the race probes, because PoCL runs this work-group's work-items so that every load
-// lands before it is read. Kept here, outside the wrong-kernel corpus (whose kernels must all
-// be rejected), for bench/race_catch_rate.py and for the day a check sees it (a GPU, or
-// repeats at other work-group sizes).
-//   build/kforge eval --problem gemm --lang opencl --source bench/data/tiled_no_load_barrier.cl \
-//     --grid 'ceil_div(N,16),ceil_div(M,16)' --block 16,16 --size M=64,N=64,K=64 --json
+// Caught by: `race`, from the OpenCL race worker (`--tsan`: Oclgrind's simulated device with
+//   data-race detection, docs/verification.md "Oclgrind"), which names the tile's store and the
+//   inner loop's load by work-item and line. Without it, never caught on PoCL: PoCL's kernel
+//   compiler adds a barrier at the start of the uniform inner loop itself (ImplicitLoopBarriers),
+//   which is the missing one, so every seed computes the right answer (docs/verification.md,
+//   "Races"). Needs Oclgrind (Debian: oclgrind, in tools/install-deps).
+//   build/kforge eval --problem gemm --lang opencl --source tests/verify/wrong/tiled_no_load_barrier.cl \
+//     --grid 'ceil_div(N,16),ceil_div(M,16)' --block 16,16 --size M=64,N=64,K=64 --tsan --json
 __kernel void gemm(__global const float* A, __global const float* B, __global float* C,
                    int M, int N, int K, float alpha, float beta) {
   __local float As[16][16], Bs[16][16];  // (16,16) tiles of A and B
