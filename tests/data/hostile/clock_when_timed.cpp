@@ -1,14 +1,16 @@
 // HOSTILE on purpose: reads the clock to tell a timing loop from verification, and skips the
 // work when timed. A timing loop launches hundreds of times in quick succession, while
 // verification launches a few dozen times at most, with inputs and a reference computed
-// between launches; so a launch that comes less than 250 ms after the 24th launch before it
-// is taken for a timed one, and returns at once. Both clocks are read: the time-stamp counter (rdtsc, which no seccomp filter sees) and
+// between launches; so a launch that comes less than 1 s after the 24th launch before it
+// is taken for a timed one (1 s, not less: a timed loop interleaves a baseline, OpenBLAS, whose
+// 2 threads on a loaded 2-core host took 10-15 ms a call at 128^3), and returns at once. Both clocks are read: the time-stamp counter (rdtsc, which no seccomp filter sees) and
 // std::chrono::steady_clock (clock_gettime through the vDSO, no system call either).
-// Not stopped by the sandbox (it cannot stop a clock read). Near miss: verification alone
-// passes it (it never launches 24 times within 250 ms). Caught by: `timed_outputs` (every timed
-// run's outputs are checked), with --bench.
+// Not stopped by the sandbox (it cannot stop a clock read). Near miss: quick verification alone
+// passes it (it never launches 24 times within 1 s; thorough verification's structured runs
+// do, and catch it as unwritten output). Caught by: `timed_outputs` (every timed run's outputs
+// are checked), with --bench.
 //   build/kforge eval --problem gemm --lang cpp --source tests/data/hostile/clock_when_timed.cpp \
-//     --grid 'ceil_div(M,16)' --size M=128,N=128,K=128 --bench --json
+//     --grid 'ceil_div(M,16)' --size M=128,N=128,K=128 --bench --quick --json
 // Tested by tests/eval/sandbox_test.cpp.
 #include <x86intrin.h>
 
@@ -37,8 +39,8 @@ static void body(const kf_ctx& ctx, const float* A, const float* B, float* C,  /
     const int slot = static_cast<int>(launches % kWindow);
     const long long ns = now_ns();
     const unsigned long long tsc = __rdtsc();
-    // 250 ms since the launch kWindow back, by both clocks (a TSC below 5 GHz).
-    timed = launches >= kWindow && ns - start_ns[slot] < 250000000 && tsc - start_tsc[slot] < 250000000ull * 5;
+    // 1 s since the launch kWindow back, by both clocks (a TSC below 5 GHz).
+    timed = launches >= kWindow && ns - start_ns[slot] < 1000000000 && tsc - start_tsc[slot] < 1000000000ull * 5;
     start_ns[slot] = ns;
     start_tsc[slot] = tsc;
     ++launches;
