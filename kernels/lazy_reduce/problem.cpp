@@ -55,7 +55,7 @@ void check_lazy_scalar_names(const Formula& f) {
 namespace {
 
 // Unit roundoff of fp32 with a factor 2 of safety for the first-order error analysis.
-constexpr double kU = 2.0 * 0x1p-24;
+constexpr double kTieMargin = 2.0 * 0x1p-24;
 
 class LazyReduce final : public Problem, public AlternativeAnswers {
  public:
@@ -199,7 +199,7 @@ void LazyReduce::reference(const Instance& in, std::vector<std::vector<double>>&
           const auto& v = f[order[k]];
           double err = v.err;
           for (std::int64_t j = 0; j < M; ++j)
-            if (f[j].v - kU * f[j].err <= v.v + kU * v.err) err = std::max(err, f[j].err);
+            if (f[j].v - kTieMargin * f[j].err <= v.v + kTieMargin * v.err) err = std::max(err, f[j].err);
           y[i * width + k] = r_ == Reduce::argmin ? static_cast<double>(order[k]) : v.v;
           m[i * width + k] = r_ == Reduce::argmin ? 0.0 : 2 * err;
           if (r_ == Reduce::kmin) idx[i * K + k] = static_cast<double>(order[k]);
@@ -245,7 +245,7 @@ void LazyReduce::accept_alternatives(const Instance& in, const std::vector<std::
       const auto v = pair(in, i, j);
       const double want = r_ == Reduce::kmin ? ref[0][i * K + k] : dist_ref[i];
       const auto w = pair(in, i, static_cast<std::int64_t>(ref[it][i * K + k]));
-      if (std::fabs(v.v - want) <= kU * (v.err + w.err)) ref[it][i * K + k] = g;
+      if (std::fabs(v.v - want) <= kTieMargin * (v.err + w.err)) ref[it][i * K + k] = g;
     }
   }
 }
