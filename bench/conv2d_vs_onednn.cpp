@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
   app.add_option("--budget", budget, "tuning evaluations per shape")->capture_default_str();
   app.add_option("--rounds", rounds, "interleaved kforge/oneDNN rounds per shape (>= 3)")->capture_default_str();
   app.add_option("--threads", threads, "threads for kforge (0: all cores; oneDNN: OMP_NUM_THREADS)")->capture_default_str();
-  app.add_option("--only", only, "run only shapes whose name contains this")->capture_default_str();
+  app.add_option("--only", only, "run only shapes whose name contains this (or one of these, comma-separated)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   auto backend = make_backend("cpu", {.threads = threads});
@@ -212,7 +212,13 @@ int main(int argc, char** argv) {
   fmt::print(stderr, "cpu: {}\n", backend->device());
   std::vector<Row> rows;
   for (const auto& sh : kShapes) {
-    if (!only.empty() && sh.name.find(only) == std::string::npos) continue;
+    bool wanted = only.empty();
+    for (std::size_t a = 0; !wanted && a <= only.size();) {
+      const std::size_t b = std::min(only.find(',', a), only.size());
+      wanted = b > a && sh.name.find(only.substr(a, b - a)) != std::string::npos;
+      a = b + 1;
+    }
+    if (!wanted) continue;
     fmt::print(stderr, "  {} ...\n", sh.name);
     rows.push_back(run_shape(*backend, ceil, sh, budget, rounds, threads));
   }

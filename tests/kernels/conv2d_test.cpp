@@ -79,6 +79,21 @@ TEST_P(Conv2d, SixteenBitStorageAndOtherParametersPass) {
   }
 }
 
+// The general kernel's channel blocks: C = 19 in blocks of 4 (the last one short), partial sums
+// carried in the fp32 buffer; the 3x3 stride-1 path (unrolled taps) and any other window (tap
+// offsets), K = 13 not a multiple of KR (the last group's rows repeat a filter, never stored),
+// and 16-bit storage (filters converted per block), prefetching on.
+TEST_P(Conv2d, GeneralKernelChannelBlocksPass) {
+  if (GetParam() != "cpu") GTEST_SKIP() << "cpu kernel parameters";
+  const Sizes taps3 = conv(1, 19, 11, 21, 13, 3, 3, 1, 1, 1);
+  const Sizes other = conv(2, 19, 12, 17, 13, 3, 5, 2, 2, 1);
+  for (const Sizes& s : {taps3, other}) {
+    expect_passes(s, DType::fp32, {{"KR", 6}, {"QV", 2}, {"KB", 12}, {"PB", 4}, {"CB", 4}, {"PF", 1}});
+    expect_passes(s, DType::fp32, {{"KR", 4}, {"QV", 3}, {"VW", 8}, {"KB", 8}, {"PB", 7}, {"CB", 8}});
+    expect_passes(s, DType::bf16, {{"KR", 6}, {"QV", 2}, {"KB", 48}, {"PB", 2}, {"CB", 4}});
+  }
+}
+
 // The 1x1 kernel with the reduction split into slices (C = 131 > KC = 64: partial sums carried
 // in y for fp32, in an fp32 tile for 16-bit), small tiles, and a strided, padded gather.
 TEST_P(Conv2d, OneByOneSlicedReductionAndOtherParametersPass) {
