@@ -12,48 +12,13 @@
 #include "eval/tsan_probe.hpp"
 #include "kforge/problem.hpp"
 #include "kforge/util.hpp"
+#include "race_worker_util.hpp"
 #include "test_util.hpp"
 
 namespace kforge {
 namespace {
 
-std::string worker() {
-  return (std::filesystem::path(KFORGE_CLI_PATH).parent_path() / "kforge-worker").string();
-}
-
 std::string corpus(const std::string& file) { return std::string(KFORGE_TEST_DATA) + "/../verify/wrong/" + file; }
-
-// A gemm candidate for the opencl backend, as `kforge eval --source PATH --grid ... --block ...`
-// would make it.
-EvalRequest candidate(const std::string& path, const std::vector<std::string>& grid,
-                      const std::vector<std::string>& block, const ParamValues& params, const Sizes& sizes) {
-  const auto p = find_problem("gemm");
-  const nlohmann::json spec = {{"problem", "gemm"}, {"name", "candidate"}, {"lang", "opencl"},
-                               {"grid", grid},      {"block", block},      {"dtypes", {"fp32"}}};
-  KernelSpec k = KernelSpec::from_json_with_source(spec, read_file(path));
-  k.source_path = path;
-  for (const auto& [name, v] : params) {
-    k.params.push_back({name, {v}});
-    k.defaults[name] = v;
-  }
-  EvalRequest r;
-  r.problem = "gemm";
-  r.kernel = k;
-  r.sizes = p->resolve_sizes(sizes);
-  r.backend = "opencl";
-  r.verify.tsan = true;
-  return r;
-}
-
-// What the ordinary worker returns for a kernel whose verification passed.
-EvalResult passed_verdict(const EvalRequest& req) {
-  EvalResult r;
-  r.disposition = Disposition::passed;
-  r.sizes = req.sizes;
-  r.verify = VerifyReport{};
-  r.verify->passed = true;
-  return r;
-}
 
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
@@ -68,10 +33,10 @@ std::size_t count(const std::string& text, const std::string& what) {
 // names the tile's store and the inner loop's load, two work-items of one work-group.
 TEST(OclgrindRace, TheRaceWorkerNamesTheMissingBarrierOfTheTiledKernel) {
   SKIP_WITHOUT_OCLGRIND();
-  const EvalRequest req = candidate(corpus("tiled_no_load_barrier.cl"), {"ceil_div(N,16)", "ceil_div(M,16)"},
+  const EvalRequest req = test::race_candidate("opencl", corpus("tiled_no_load_barrier.cl"), {"ceil_div(N,16)", "ceil_div(M,16)"},
                                     {"16", "16"}, {}, {{"M", 40}, {"N", 24}, {"K", 37}});
-  EvalResult r = passed_verdict(req);
-  probe_races(req, {.timeout_s = 120}, worker(), r);  // sandboxed, as evaluate_isolated runs it
+  EvalResult r = test::passed_verdict(req);
+  probe_races(req, {.timeout_s = 120}, test::worker_path(), r);  // sandboxed, as evaluate_isolated runs it
   ASSERT_TRUE(r.verify);
   EXPECT_EQ(r.disposition, Disposition::nondeterministic) << r.verify->checks.back().detail;
   EXPECT_EQ(r.verify->failed_check, "race");
@@ -89,11 +54,11 @@ TEST(OclgrindRace, TheRaceWorkerNamesTheMissingBarrierOfTheTiledKernel) {
 TEST(OclgrindRace, TheRaceWorkerNamesTheSplitKRaceBetweenWorkGroups) {
   SKIP_WITHOUT_OCLGRIND();
   const EvalRequest req =
-      candidate(corpus("race_split_k.cl"), {"ceil_div(N,128)", "ceil_div(M,128)", "KS"}, {"16", "16", "1"},
+      test::race_candidate("opencl", corpus("race_split_k.cl"), {"ceil_div(N,128)", "ceil_div(M,128)", "KS"}, {"16", "16", "1"},
                 {{"KS", 4}}, {{"M", 256}, {"N", 200}, {"K", 1024}});
   EXPECT_LE(oclgrind_sizes(req, *find_problem("gemm")).at("K"), 64);
-  EvalResult r = passed_verdict(req);
-  probe_races(req, {.timeout_s = 120}, worker(), r);
+  EvalResult r = test::passed_verdict(req);
+  probe_races(req, {.timeout_s = 120}, test::worker_path(), r);
   ASSERT_TRUE(r.verify);
   EXPECT_EQ(r.disposition, Disposition::nondeterministic) << r.verify->checks.back().detail;
   EXPECT_EQ(r.verify->failed_check, "race");
@@ -118,9 +83,9 @@ TEST(OclgrindRace, AReadOutsideABufferIsAnOutOfBoundsRead) {
 }
 )";
   const EvalRequest req =
-      candidate(src.string(), {"ceil_div(N,16)", "ceil_div(M,16)"}, {"16", "16"}, {}, {{"M", 17}, {"N", 9}, {"K", 5}});
-  EvalResult r = passed_verdict(req);
-  probe_races(req, {.timeout_s = 120}, worker(), r);
+      test::race_candidate("opencl", src.string(), {"ceil_div(N,16)", "ceil_div(M,16)"}, {"16", "16"}, {}, {{"M", 17}, {"N", 9}, {"K", 5}});
+  EvalResult r = test::passed_verdict(req);
+  probe_races(req, {.timeout_s = 120}, test::worker_path(), r);
   ASSERT_TRUE(r.verify);
   EXPECT_EQ(r.disposition, Disposition::incorrect) << r.verify->checks.back().detail;
   EXPECT_EQ(r.verify->failed_check, "oob_read");
@@ -151,11 +116,11 @@ TEST(OclgrindRace, ACorrectKernelPassesEndToEndWithAPassedRaceCheck) {
 
 // Without Oclgrind the check says it was skipped: never a race invented, never a verdict changed.
 TEST(OclgrindRace, WithoutOclgrindTheCheckReportsItselfSkipped) {
-  const EvalRequest req = candidate(corpus("tiled_no_load_barrier.cl"), {"ceil_div(N,16)", "ceil_div(M,16)"},
+  const EvalRequest req = test::race_candidate("opencl", corpus("tiled_no_load_barrier.cl"), {"ceil_div(N,16)", "ceil_div(M,16)"},
                                     {"16", "16"}, {}, {{"M", 16}, {"N", 16}, {"K", 16}});
   ::setenv("KFORGE_OCLGRIND_RUNTIME", "/nonexistent/liboclgrind-rt.so", 1);
-  EvalResult r = passed_verdict(req);
-  probe_races(req, {.timeout_s = 60}, worker(), r);
+  EvalResult r = test::passed_verdict(req);
+  probe_races(req, {.timeout_s = 60}, test::worker_path(), r);
   ::unsetenv("KFORGE_OCLGRIND_RUNTIME");
   ASSERT_TRUE(r.verify);
   ASSERT_FALSE(r.verify->checks.empty());

@@ -6,46 +6,11 @@
 #include "eval/tsan_probe.hpp"
 #include "kforge/problem.hpp"
 #include "kforge/util.hpp"
+#include "race_worker_util.hpp"
 #include "test_util.hpp"
 
 namespace kforge {
 namespace {
-
-std::string worker() {
-  return (std::filesystem::path(KFORGE_CLI_PATH).parent_path() / "kforge-worker").string();
-}
-
-// A gemm candidate for the cpu backend, as `kforge eval --source PATH --grid GRID --params ...`
-// would make it.
-EvalRequest candidate(const std::string& path, const std::string& grid, const ParamValues& params,
-                      const Sizes& sizes) {
-  const auto p = find_problem("gemm");
-  const nlohmann::json spec = {{"problem", "gemm"}, {"name", "candidate"}, {"lang", "cpp"},
-                               {"grid", {grid}},    {"dtypes", {"fp32"}}};
-  KernelSpec k = KernelSpec::from_json_with_source(spec, read_file(path));
-  k.source_path = path;
-  for (const auto& [name, v] : params) {
-    k.params.push_back({name, {v}});
-    k.defaults[name] = v;
-  }
-  EvalRequest r;
-  r.problem = "gemm";
-  r.kernel = k;
-  r.sizes = p->resolve_sizes(sizes);
-  r.backend = "cpu";
-  r.verify.tsan = true;
-  return r;
-}
-
-// What the ordinary worker returns for a kernel whose verification passed.
-EvalResult passed_verdict(const EvalRequest& req) {
-  EvalResult r;
-  r.disposition = Disposition::passed;
-  r.sizes = req.sizes;
-  r.verify = VerifyReport{};
-  r.verify->passed = true;
-  return r;
-}
 
 const nlohmann::json* race_check(const nlohmann::json& checks) {
   for (const auto& c : checks)
@@ -56,9 +21,9 @@ const nlohmann::json* race_check(const nlohmann::json& checks) {
 TEST(TsanRace, TheRaceWorkerNamesTheTwoAccessesOfSplitK) {
   if (tsan_runtime().empty()) GTEST_SKIP() << "no ThreadSanitizer runtime in this build";
   const std::string src = std::string(KFORGE_TEST_DATA) + "/../verify/wrong/race_split_k.cpp";
-  const EvalRequest req = candidate(src, "KS", {{"KS", 4}}, {{"M", 24}, {"N", 20}, {"K", 36}});
-  EvalResult r = passed_verdict(req);
-  probe_races(req, {.timeout_s = 120}, worker(), r);  // sandboxed, as evaluate_isolated runs it
+  const EvalRequest req = test::race_candidate("cpp", src, {"KS"}, {}, {{"KS", 4}}, {{"M", 24}, {"N", 20}, {"K", 36}});
+  EvalResult r = test::passed_verdict(req);
+  probe_races(req, {.timeout_s = 120}, test::worker_path(), r);  // sandboxed, as evaluate_isolated runs it
   ASSERT_TRUE(r.verify);
   EXPECT_EQ(r.disposition, Disposition::nondeterministic)
       << (r.verify->checks.empty() ? std::string("no race check") : r.verify->checks.back().detail);
@@ -78,9 +43,9 @@ TEST(TsanRace, TheRaceWorkerNamesTheTwoAccessesOfSplitK) {
 TEST(TsanRace, TheRaceWorkerIsStoppedAtTheResidentMemoryLimit) {
   if (tsan_runtime().empty()) GTEST_SKIP() << "no ThreadSanitizer runtime in this build";
   const std::string src = std::string(KFORGE_TEST_DATA) + "/hostile/raises_own_limit.cpp";
-  const EvalRequest req = candidate(src, "ceil_div(M,16)", {}, {{"M", 24}, {"N", 20}, {"K", 36}});
-  EvalResult r = passed_verdict(req);
-  probe_races(req, {.timeout_s = 60, .memory_bytes = 512ll << 20}, worker(), r);
+  const EvalRequest req = test::race_candidate("cpp", src, {"ceil_div(M,16)"}, {}, {}, {{"M", 24}, {"N", 20}, {"K", 36}});
+  EvalResult r = test::passed_verdict(req);
+  probe_races(req, {.timeout_s = 60, .memory_bytes = 512ll << 20}, test::worker_path(), r);
   ASSERT_TRUE(r.verify);
   ASSERT_FALSE(r.verify->checks.empty());
   const auto& c = r.verify->checks.back();
