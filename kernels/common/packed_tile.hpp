@@ -9,37 +9,17 @@
 #define KF_STR(x) #x
 #define KF_UNROLL(n) _Pragma(KF_STR(GCC unroll n))
 
-// fp32 A is packed 8 k-steps at a time: 8 rows' 8 floats loaded as vectors, transposed in
-// registers (unpack, shuffle, 128-bit lane swap: 24 shuffles per 64 floats) and stored as 8
-// contiguous runs of the panel's rows. The scalar copy it replaces did one load and one
-// scattered 4-byte store per element (about 4% of gemm's time at 2048^3). Where the dtype is
-// 16 bits the copy converts as it goes and stays scalar. PACK_V 0 keeps the scalar copy: not a
-// spec parameter, add `"PACK_V": [0, 1]` to a spec to measure one against the other.
+// fp32 A is packed 8 k-steps at a time with transpose8() (kernels/common/transpose8.hpp). The
+// scalar copy it replaces did one load and one scattered 4-byte store per element (about 4% of
+// gemm's time at 2048^3). Where the dtype is 16 bits the copy converts as it goes and stays
+// scalar. PACK_V 0 keeps the scalar copy: not a spec parameter, add `"PACK_V": [0, 1]` to a
+// spec to measure one against the other.
 #ifndef PACK_V
 #define PACK_V 1
 #endif
 #if PACK_V && !defined(KF_DTYPE_FP16) && !defined(KF_DTYPE_BF16)
 #define KF_PACK_A_VECTOR 1
-typedef float kf_v8 __attribute__((vector_size(32)));
-typedef float kf_v8_unaligned __attribute__((vector_size(32), aligned(4)));
-
-// r[i][k] -> r[k][i] for an 8 x 8 block of floats.
-static inline void transpose8(kf_v8 r[8]) {
-  kf_v8 t[8], u[8];
-  for (int p = 0; p < 8; p += 2) {  // pairs of rows interleaved: k0 k0 k1 k1 | k4 k4 k5 k5 and the rest
-    t[p] = __builtin_shufflevector(r[p], r[p + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-    t[p + 1] = __builtin_shufflevector(r[p], r[p + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-  }
-  for (int q = 0; q < 8; q += 4)  // quads of rows: one k per 128-bit lane
-    for (int h = 0; h < 2; ++h) {
-      u[q + 2 * h] = __builtin_shufflevector(t[q + h], t[q + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-      u[q + 2 * h + 1] = __builtin_shufflevector(t[q + h], t[q + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-    }
-  for (int k = 0; k < 4; ++k) {  // rows 0-3 and 4-7 joined: k in the low lanes, k + 4 in the high
-    r[k] = __builtin_shufflevector(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-    r[k + 4] = __builtin_shufflevector(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-  }
-}
+#include "kernels/common/transpose8.hpp"  // transpose8, kf_v8
 #endif
 
 // A[m0:m0+mc, k0:k0+kc] (leading dimension lda) -> panels of MR rows: Ap[panel][k][MR], zero

@@ -28,7 +28,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "kernels/common/simd.hpp"  // VW, T, vf, scratch()
+#include "kernels/common/simd.hpp"        // VW, T, vf, scratch()
+#include "kernels/common/transpose8.hpp"  // transpose8, kf_v8: the A gather
 // Scratch slots: 0 B panels, 1 A panels, 2 the schedule.
 
 #define NR (NV * VW)
@@ -69,21 +70,40 @@ struct Prefetch {
 // rows, Ap[panel][k][MR] (zero beyond mc): the micro-kernel then reads A as one contiguous
 // stream, as gemm's does. Reading X in place instead (MR broadcasts from MR rows a whole X row
 // apart) ran 0.81-0.87x this with 6x2 tiles (one thread, loaded host); the copy is amortized
-// over the strip's NR panels. The next panel's rows are prefetched while this one is copied.
+// over the strip's NR panels. The copy is gemm's (kernels/common/packed_tile.hpp) with a row
+// pointer per token: 8 rows x 8 k per transpose8() and 8 contiguous stores, where the scalar
+// copy did one scattered 4-byte store per element; the k tail (kc not a multiple of 8) stays
+// scalar. The next panel's rows are prefetched while this one is copied.
 static void pack_a(const float* X, int H, int K, const int* pair, int mc, int k0, int kc, float* Ap) {
   for (int i0 = 0; i0 < mc; i0 += MR) {
     float* dst = Ap + (long long)i0 * kc;
     const int h = mc - i0 < MR ? mc - i0 : MR;
-    for (int i = 0; i < h; ++i) {
-      const float* src = X + (long long)(pair[i0 + i] / K) * H + k0;
-      if (i0 + MR + i < mc) {
-        const float* nx = X + (long long)(pair[i0 + MR + i] / K) * H + k0;
-        for (int k = 0; k < kc; k += 16) __builtin_prefetch(nx + k);
+    const int h_next = mc - i0 - MR < MR ? mc - i0 - MR : MR;  // rows of the next panel (<= 0: none)
+    const float* src[MR];
+    const float* nxt[MR];
+    for (int i = 0; i < h; ++i) src[i] = X + (long long)(pair[i0 + i] / K) * H + k0;
+    for (int i = 0; i < h_next; ++i) nxt[i] = X + (long long)(pair[i0 + MR + i] / K) * H + k0;
+    int k = 0;
+    for (; k + 8 <= kc; k += 8) {
+      if ((k & 15) == 0)
+        for (int i = 0; i < h_next; ++i) __builtin_prefetch(nxt[i] + k);
+#pragma GCC unroll 2
+      for (int g = 0; g < MR; g += 8) {  // rows g .. g+7 of the panel (MR up to 16)
+        kf_v8 r[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) r[i] = g + i < h ? *(const kf_v8_unaligned*)(src[g + i] + k) : kf_v8{};
+        transpose8(r);
+        const int w = MR - g < 8 ? MR - g : 8;
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) __builtin_memcpy(dst + (k + j) * MR + g, &r[j], w * sizeof(float));
       }
-      for (int k = 0; k < kc; ++k) dst[k * MR + i] = src[k];
     }
+    if (k < kc)  // the k tail's line of the next panel's rows
+      for (int i = 0; i < h_next; ++i) __builtin_prefetch(nxt[i] + k);
+    for (int i = 0; i < h; ++i)
+      for (int kk = k; kk < kc; ++kk) dst[kk * MR + i] = src[i][kk];
     for (int i = h; i < MR; ++i)
-      for (int k = 0; k < kc; ++k) dst[k * MR + i] = 0.0f;
+      for (int kk = k; kk < kc; ++kk) dst[kk * MR + i] = 0.0f;
   }
 }
 

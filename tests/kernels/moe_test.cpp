@@ -56,6 +56,9 @@ TEST(MoeCpu, PassesAtOddShapes) {
       {3, 5, 7, 11, 2, {}},          // E > T*K: most experts have no token
       {13, 9, 16, 3, 2, {{"TBLOCKS", 32}}},  // more token blocks than tokens
       {1, 1, 1, 1, 1, {}},
+      // The A gather's 8 x 8 transposes: panels of exactly 8 rows and their row tails, KC
+      // slices of 96, 96 and 11 (one block of 8 k and a scalar tail of 3).
+      {41, 203, 50, 3, 2, {{"MR", 8}, {"NV", 1}, {"MC", 32}, {"KC", 96}}},
   };
   for (const Case& c : cases) expect_passes(*backend, c);
 }
