@@ -209,16 +209,6 @@ static inline void micro_kernel_rows(int kc, const float* __restrict a, long lon
 #endif
 
 #ifndef KF_WIDE_PARTIALS
-// The C tile the micro-kernel is about to update, asked for (for writing) before the KC-long
-// product starts, so that its cache misses overlap the FMAs instead of stalling the store after
-// them: C is M x N, far larger than L2, and its lines were last touched a whole B slice ago.
-static inline void prefetch_tile(const T* C, int N, int rows) {
-  for (int i = 0; i < rows; ++i) {
-    __builtin_prefetch(C + (long long)i * N, 1);
-    __builtin_prefetch(C + (long long)i * N + NR - 1, 1);
-  }
-}
-
 // C tile (rows x cols at C) = first ? alpha*acc + beta*C : C + alpha*acc. With beta == 0 the old
 // C is never read (it may hold anything, even NaN).
 static inline void store_tile(T* C, int N, int rows, int cols, vf acc[MR][NV], float alpha,
@@ -277,24 +267,9 @@ static void store_block(T* C, int N, int mc, int nc, const float* P, float alpha
 }
 #endif
 
-// Which rows a block owns. The grid's y (ceil(M/MC), but up to 8 where M has that many MR
-// panels, so that small M still splits) is an upper bound: only G of its rows of blocks get
-// rows, as few as keep every thread busy (at least two blocks per thread where M allows), each a
-// run of whole MR panels that the block walks in MC-row sub-blocks. B's
-// KC x NC slice is packed once per run and reused by every sub-block: with one MC-row block per
-// task, B was packed ceil(M/MC) times in all (22 times at 2048^3), with runs G times.
-struct RowRun {
-  int r0, r1;  // rows [r0, r1) of C; empty when r0 >= r1
-};
-static inline RowRun row_run(const kf_ctx& ctx, int M) {
-  const long long gx = ctx.grid_dim.x, want = 2LL * ctx.workers;
-  long long G = (want + gx - 1) / gx;
-  G = G < ctx.grid_dim.y ? G : ctx.grid_dim.y;
-  G = G < 1 ? 1 : G;
-  const long long panels = (M + MR - 1) / MR, per = (panels + G - 1) / G * MR;
-  const long long r0 = ctx.block_idx.y * per, r1 = r0 + per < M ? r0 + per : M;
-  return {(int)(r0 < M ? r0 : M), (int)r1};
-}
+// Which rows a block owns: row_run (kernels/common/packed_tile.hpp). The grid's y is ceil(M/MC),
+// but up to 8 where M has that many MR panels, so that small M still splits; only as many runs
+// as keep the threads busy get rows (B packed G times at 2048^3, not 22).
 
 // The micro-tiles of one MC x KC block of A times the packed KC x NC slice of B, A panel outer:
 // one KC x MR panel of A, the broadcast operand (6 KiB at the defaults), stays in L1 while the

@@ -109,6 +109,28 @@ TEST_P(Conv2d, OneByOneSlicedReductionAndOtherParametersPass) {
   }
 }
 
+// The 1x1 cpu kernel's blocks own runs of filters, walked in MC-filter sub-blocks over one packed
+// slice of X_n; how many runs depends on the threads (at least two blocks per thread, counting
+// pixel blocks and images). K = 101 (a partial MR panel, a partial sub-block per run), C = 131
+// over three slices (KC = 64), two images, a strided gather, 1 to 3 threads; bf16 keeps the run's
+// fp32 partial sums.
+TEST(Conv2dCpu, OneByOneRowRunsAtEveryThreadCount) {
+  const Sizes plain = conv(2, 131, 9, 11, 101, 1, 1, 1, 0, 1);
+  const Sizes strided = conv(1, 131, 13, 12, 101, 1, 1, 2, 1, 1);
+  const ParamValues params = {{"MC", 24}, {"NC", 64}, {"KC", 64}};
+  for (const int threads : {1, 2, 3}) {
+    auto backend = make_backend("cpu", {.threads = threads});
+    for (const auto& [s, t] : {std::pair{plain, DType::fp32}, std::pair{strided, DType::fp32}, std::pair{plain, DType::bf16}}) {
+      EvalRequest req = library_request("conv2d", "cpu", s, t, params);
+      req.verify.thorough = false;
+      req.verify.trials = 2;
+      const EvalResult r = evaluate(req, *backend);
+      EXPECT_EQ(r.kernel, "conv2d_1x1.cpu");
+      EXPECT_TRUE(r.passed()) << threads << " threads, " << dtype_name(t) << ": " << describe(r);
+    }
+  }
+}
+
 // A window wider than local memory holds (opencl, cuda) takes the direct path.
 TEST_P(Conv2d, HugeDilationPasses) {
   expect_passes(conv(1, 2, 3, 2300, 3, 1, 3, 1, 1, 1100), DType::fp32);
