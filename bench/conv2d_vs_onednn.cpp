@@ -182,7 +182,7 @@ Row run_shape(Backend& backend, const Ceilings& ceil, const Shape& sh, int budge
   }
   const double flops = problem->flops(base.sizes), bytes = problem->bytes(base.sizes, DType::fp32);
   const auto sol = [&](const std::vector<double>& ms) {
-    return roofline(ceil, DType::fp32, flops, bytes, median(ms) * 1e-3).sol_fraction;
+    return roofline(ceil, DType::fp32, flops, bytes, median(ms) * 1e-3, 0, /*hot=*/true).sol_fraction;
   };
   row.sol = sol(row.kf_ms);
   row.sol_plain = sol(row.plain_ms);

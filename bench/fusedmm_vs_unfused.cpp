@@ -140,9 +140,9 @@ int main(int argc, char** argv) {
     const double f = median_of(r.fused_s), u = median_of(r.unfused_s);
     const Sizes ss{{"M", s.at("M")}, {"K", s.at("K")}, {"D", s.at("D")}, {"NNZ", s.at("NNZ")}};
     const Sizes ms{{"M", s.at("M")}, {"K", s.at("K")}, {"N", s.at("N")}, {"NNZ", s.at("NNZ")}};
-    const double sol_f = roofline(roofs, DType::fp32, fp->flops(s), fp->bytes(s, DType::fp32), f).sol_fraction;
+    const double sol_f = roofline(roofs, DType::fp32, fp->flops(s), fp->bytes(s, DType::fp32), f, 0, /*hot=*/true).sol_fraction;
     const double sol_u = roofline(roofs, DType::fp32, sp->flops(ss) + mp->flops(ms),
-                                  sp->bytes(ss, DType::fp32) + mp->bytes(ms, DType::fp32), u).sol_fraction;
+                                  sp->bytes(ss, DType::fp32) + mp->bytes(ms, DType::fp32), u, 0, /*hot=*/true).sol_fraction;
     fmt::print("| {} | {} | {:.0f}% | {:.3f} | {:.1f} | {:.3f} | {:.1f} | {} | {} | {} |\n", s.at("M"), s.at("D"),
                100 * r.sparsity, f * 1e3, 100 * sol_f, u * 1e3, 100 * sol_u, bench::ratio_cell(r.unfused_r), bench::ratio_cell(r.eigen_r), r.load);
   }

@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
   for (const auto& r : table) {
     const double k = median_of(r.kf_s);
     const double sol =
-        roofline(roofs, DType::fp32, problem->flops(r.sizes), problem->bytes(r.sizes, DType::fp32), k).sol_fraction;
+        roofline(roofs, DType::fp32, problem->flops(r.sizes), problem->bytes(r.sizes, DType::fp32), k, 0, /*hot=*/true).sol_fraction;
     fmt::print("| {} | {} | {} | {:.3f} | {:.1f} | {} | {} | {} |\n", r.sizes.at("M"), r.sizes.at("N"),
                r.kind == 0 ? "GCN" : "mean", k * 1e3, 100 * sol, bench::ratio_cell(r.grb_r), bench::ratio_cell(r.eigen_r), r.load);
   }

@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
   const Ceilings c = ceilings(*backend);
-  const Roofline roof = roofline(c, DType::fp32, p->flops(sizes), p->bytes(sizes, DType::fp32), median);
+  const Roofline roof = roofline(c, DType::fp32, p->flops(sizes), p->bytes(sizes, DType::fp32), median, 0, /*hot=*/true);
   nlohmann::json out{{"problem", problem},           {"n", n},
                      {"d", d},                       {"seconds", seconds},
                      {"median_s", median},           {"flops", p->flops(sizes)},

@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
     const double k = median_of(r.kforge_s), l = median_of(r.loop_s);
     const double bytes = problem->bytes(problem->resolve_sizes({{"T", T}, {"H", H}, {"F", F}, {"E", r.E}, {"K", K}}),
                                         DType::fp32);
-    const double sol = roofline(roofs, DType::fp32, flops, bytes, k).sol_fraction;
+    const double sol = roofline(roofs, DType::fp32, flops, bytes, k, 0, /*hot=*/true).sol_fraction;
     fmt::print("{:>4} {:>9} {:>10.2f} {:>10.2f} {:>8.1f} {:>8.1f} {:>6.2f}x {:>5.2f}..{:<5.2f} {:>5.1f} {:>5}\n", r.E,
                r.skewed ? "skewed" : "balanced", k * 1e3, l * 1e3, flops / k / 1e9, flops / l / 1e9,
                median_of(r.ratios), *lo, *hi, 100 * sol, r.load);

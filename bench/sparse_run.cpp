@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   }
   const double median = median_of(seconds);
   const Ceilings c = ceilings(*backend);
-  const Roofline roof = roofline(c, DType::fp32, p->flops(sizes), p->bytes(sizes, DType::fp32), median);
+  const Roofline roof = roofline(c, DType::fp32, p->flops(sizes), p->bytes(sizes, DType::fp32), median, 0, /*hot=*/true);
   nlohmann::json out{{"problem", problem}, {"sizes", sizes},          {"seconds", seconds},
                      {"median_s", median}, {"sol_fraction", roof.sol_fraction}, {"params", kernel.params_text()},
                      {"device", backend->device()}};

@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
     const double k = median_of(r.kf_s), gs = median_of(r.grb_s);
     const double edges = static_cast<double>(r.sizes.at("B")) * r.sizes.at("L") * r.sizes.at("N") * r.sizes.at("K");
     const double sol =
-        roofline(roofs, DType::fp32, problem->flops(r.sizes), problem->bytes(r.sizes, DType::fp32), k).sol_fraction;
+        roofline(roofs, DType::fp32, problem->flops(r.sizes), problem->bytes(r.sizes, DType::fp32), k, 0, /*hot=*/true).sol_fraction;
     fmt::print("| {} | {:.0f}% | {:.2f} | {:.2f} | {:.2f} | {} | {:.1f} | {} |\n", r.sizes.at("N"), 100 * r.live_rows,
                k * 1e3, edges / k * 1e-9, edges / gs * 1e-9, bench::ratio_cell(r.ratio), 100 * sol, r.load);
   }

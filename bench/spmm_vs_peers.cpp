@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
   };
   for (const auto& r : table) {
     const double k = median_of(r.kf_s);
-    const double sol = roofline(roofs, DType::fp32, problem->flops(r.sizes), problem->bytes(r.sizes, DType::fp32), k).sol_fraction;
+    const double sol = roofline(roofs, DType::fp32, problem->flops(r.sizes), problem->bytes(r.sizes, DType::fp32), k, 0, /*hot=*/true).sol_fraction;
     fmt::print("| {} | {} | {:.0f}% | {:.3f} | {:.1f} | {} | {} | {} | {} |\n", r.sizes.at("M"), r.sizes.at("N"),
                100 * r.sparsity, k * 1e3, 100 * sol, cell(r.grb_r), cell(r.eigen_r), cell(r.dense_r), r.load);
   }

@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
   for (const auto& r : table) {
     const double k = median_of(r.kf_s);
     const double sol =
-        roofline(roofs, DType::fp32, problem->flops(r.sizes), problem->bytes(r.sizes, DType::fp32), k).sol_fraction;
+        roofline(roofs, DType::fp32, problem->flops(r.sizes), problem->bytes(r.sizes, DType::fp32), k, 0, /*hot=*/true).sol_fraction;
     fmt::print("| {} | {:.1f}% | {:.1f}% | {} | {:.1f} | {:.1f} | {} | {} | {} |\n", r.sizes.at("M"), 100 * r.sparsity,
                100 * r.density, r.sizes.at("XNNZ"), k * 1e6, 100 * sol, bench::ratio_cell(r.grb_r), bench::ratio_cell(r.eigen_r), r.load);
   }
