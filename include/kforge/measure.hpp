@@ -167,6 +167,11 @@ struct Ceilings {
   // micro-benchmark only ever under-measures (a neighbour on the host, a slow moment), so
   // measurements merged this way converge up to the machine's limits.
   void keep_best(const Ceilings& other);
+  // The same across cpu pools of other sizes on this host (`other` ran on other.workers
+  // threads): one thread is one thread in any pool, and a pool of no more threads than this one
+  // cannot be faster than this one's all threads. So a 1-thread pool measured while a neighbour
+  // held the core (DRAM 6 GB/s, where the 2-thread pool's one-thread column read 24) is lifted.
+  void keep_best_of_pool(const Ceilings& other);
   // Figures that contradict each other, in words: all threads no faster than one thread (a
   // neighbour on a core during the measurement), a cache level slower than the level below it.
   // Such a roof is under-measured; ceilings() measures again once before it keeps one.

@@ -94,6 +94,32 @@ std::string ceilings_cache_path(Backend& b) {
       .string();
 }
 
+namespace {
+// The host part of a fingerprint ("cpu | AMD EPYC (2 threads) | host ..." -> "host ...").
+std::string host_of(const std::string& fingerprint) {
+  const auto at = fingerprint.find(" | host ");
+  return at == std::string::npos ? std::string() : fingerprint.substr(at);
+}
+
+// The cpu backend's pools of other sizes on this host have cache files of their own (one per
+// fingerprint); each is a floor for this one's figures (Ceilings::keep_best_of_pool).
+void lift_from_other_pools(Ceilings& c, const std::string& own_path) {
+  if (c.backend != "cpu" || host_of(c.fingerprint).empty()) return;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(own_path).parent_path(), ec)) {
+    if (e.path() == own_path || e.path().extension() != ".json") continue;
+    try {
+      const auto j = nlohmann::json::parse(read_file(e.path().string()));
+      if (j.value("version", 0) != kCacheVersion || j.value("backend", "") != "cpu") continue;
+      const Ceilings other = Ceilings::from_json(j);
+      if (host_of(other.fingerprint) == host_of(c.fingerprint)) c.keep_best_of_pool(other);
+    } catch (const std::exception&) {
+      // a damaged or foreign file: not a floor
+    }
+  }
+}
+}  // namespace
+
 Ceilings ceilings(Backend& b, bool remeasure,
                   const std::function<void(const std::string&)>& progress) {
   // Kept for the process's life: the sandboxed worker, which can open no file, reads the ones
@@ -125,7 +151,10 @@ Ceilings ceilings(Backend& b, bool remeasure,
         // are written with them (and shown by `kforge ceilings`), so they are not re-measured
         // on every run, nor trusted silently.
         const auto doubts = c.doubts();
-        if (doubts.empty() || j.value("doubts", std::vector<std::string>{}) == doubts) return keep(c);
+        if (doubts.empty() || j.value("doubts", std::vector<std::string>{}) == doubts) {
+          lift_from_other_pools(c, path);
+          return keep(c);
+        }
       }
     } catch (const std::exception&) {
       // a damaged cache file: measure again
@@ -141,6 +170,7 @@ Ceilings ceilings(Backend& b, bool remeasure,
     }
   }
   write_file_atomic(path, c.to_json().dump(2));
+  lift_from_other_pools(c, path);  // not written: the other pools' files stay theirs
   return keep(c);
 }
 
@@ -158,18 +188,29 @@ void Bandwidth::keep_best(const Bandwidth& o) {
   copy = std::max(copy, o.copy), triad = std::max(triad, o.triad);
 }
 
-void Ceilings::keep_best(const Ceilings& o) {
+namespace {
+void keep_best_roofs(Roofs& mine, const Roofs& theirs) {
   auto best = [](double& a, double b) { a = std::max(a, b); };
-  auto compute = [&](Compute& a, const Compute& b) {
-    best(a.fp64, b.fp64), best(a.fp32, b.fp32), best(a.fp16, b.fp16), best(a.bf16, b.bf16),
-        best(a.int8, b.int8);
-  };
-  for (auto [mine, theirs] : {std::pair{&all, &o.all}, std::pair{&one, &o.one}}) {
-    mine->dram.keep_best(theirs->dram);
-    mine->llc.keep_best(theirs->llc);
-    mine->l2.keep_best(theirs->l2);
-    compute(mine->compute, theirs->compute);
-  }
+  mine.dram.keep_best(theirs.dram);
+  mine.llc.keep_best(theirs.llc);
+  mine.l2.keep_best(theirs.l2);
+  Compute& a = mine.compute;
+  const Compute& b = theirs.compute;
+  best(a.fp64, b.fp64), best(a.fp32, b.fp32), best(a.fp16, b.fp16), best(a.bf16, b.bf16), best(a.int8, b.int8);
+}
+}  // namespace
+
+void Ceilings::keep_best(const Ceilings& o) {
+  keep_best_roofs(all, o.all);
+  keep_best_roofs(one, o.one);
+}
+
+void Ceilings::keep_best_of_pool(const Ceilings& o) {
+  if (workers < 1 || o.workers < 1) return;  // an older cache: its pool size is not known
+  keep_best_roofs(one, o.one);
+  if (o.workers == 1) keep_best_roofs(one, o.all);
+  if (workers == 1) keep_best_roofs(all, o.one);
+  if (o.workers <= workers) keep_best_roofs(all, o.all);
 }
 
 namespace {

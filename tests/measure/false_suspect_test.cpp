@@ -76,6 +76,61 @@ TEST(FalseSuspect, LoweredCeilingsRejectNoLibraryKernel) {
   fs::remove_all(dir);
 }
 
+// A 1-thread pool's ceilings measured while a neighbour held the core (the case seen: DRAM
+// 3.7-6 GB/s where the 2-thread pool's one-thread column read 23.6) are lifted by the other
+// pools' files on this host: one thread is one thread in any pool. No figure is lowered, and
+// a pool of more threads never lifts a smaller pool's all-threads figures.
+Roofs synthetic_roofs(double dram, double llc, double l2, double fp32) {
+  Roofs r;
+  r.dram = {dram, dram, dram, dram}, r.llc = {llc, llc, llc, llc}, r.l2 = {l2, l2, l2, l2};
+  r.compute.fp32 = fp32, r.compute.fp64 = fp32 / 2;
+  return r;
+}
+
+Ceilings synthetic(Backend& b, int workers, const Roofs& all, const Roofs& one) {
+  Ceilings c;
+  c.fingerprint = ceilings_fingerprint(b), c.backend = "cpu", c.device = b.device(), c.workers = workers;
+  c.llc_bytes = 32 << 20, c.l2_bytes = 1 << 20, c.all = all, c.one = one;
+  return c;
+}
+
+TEST(CeilingsPools, AnUnderMeasuredOneThreadPoolIsLiftedByTheOtherPools) {
+  const auto one_pool = make_backend("cpu", {.threads = 1});
+  const auto two_pool = make_backend("cpu", {.threads = 2});
+  const fs::path dir = fs::temp_directory_path() / ("kforge-pools-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "ceilings");
+  const auto plant_at = [&](Backend& b, const Ceilings& c) {
+    std::ofstream(dir / "ceilings" / fs::path(ceilings_cache_path(b)).filename()) << c.to_json().dump(2);
+  };
+  // The 1-thread pool: DRAM and LLC under-measured, its L2 and fp32 the best figures of all.
+  const Roofs low = synthetic_roofs(5e9, 40e9, 130e9, 101e9);
+  // The 2-thread pool: all threads, and its one-thread column.
+  const Roofs two_all = synthetic_roofs(45e9, 140e9, 260e9, 205e9), two_one = synthetic_roofs(24e9, 80e9, 100e9, 99e9);
+  const char* const old_dir = std::getenv("KFORGE_CACHE_DIR");
+  const std::string restore = old_dir ? old_dir : "";
+  setenv("KFORGE_CACHE_DIR", dir.c_str(), 1);
+  // Paths depend on the cache folder: plant after switching to it.
+  plant_at(*one_pool, synthetic(*one_pool, 1, low, low));
+  plant_at(*two_pool, synthetic(*two_pool, 2, two_all, two_one));
+  const Ceilings one = ceilings(*one_pool), two = ceilings(*two_pool);
+  setenv("KFORGE_CACHE_DIR", restore.c_str(), 1);
+  fs::remove_all(dir);
+
+  // Lifted to the 2-thread pool's one-thread column, never to its all-threads figures.
+  EXPECT_DOUBLE_EQ(one.all.dram.read, 24e9);
+  EXPECT_DOUBLE_EQ(one.all.llc.copy, 80e9);
+  EXPECT_DOUBLE_EQ(one.one.dram.triad, 24e9);
+  EXPECT_DOUBLE_EQ(one.all.l2.read, 130e9);   // its own, higher: kept
+  EXPECT_DOUBLE_EQ(one.all.compute.fp32, 101e9);
+  // The 2-thread pool: its all-threads figures stay; one thread's take the 1-thread pool's best.
+  EXPECT_DOUBLE_EQ(two.all.dram.read, 45e9);
+  EXPECT_DOUBLE_EQ(two.all.l2.read, 260e9);
+  EXPECT_DOUBLE_EQ(two.one.l2.read, 130e9);
+  EXPECT_DOUBLE_EQ(two.one.compute.fp32, 101e9);
+  EXPECT_DOUBLE_EQ(two.one.dram.read, 24e9);
+}
+
 // Ceilings that contradict themselves are named, and what they allow widens to what one thread
 // times the threads, or the level below, could do.
 TEST(FalseSuspect, InconsistentCeilingsAreDoubted) {
