@@ -108,7 +108,7 @@ def main():
                 t[n].append(wall), cpu[n].append(cp)
         for n in t:
             ratio = "" if n == "kforge" else spread([p / k for p, k in zip(t[n], t["kforge"])])
-            best = "" if n == "kforge" or args.threads != 1 else spread([p / k for p, k in zip(cpu[n], t["kforge"])])
+            best = "" if n in mine or args.threads != 1 else spread([p / k for p, k in zip(cpu[n], t["kforge"])])
             print(f"| {sizes} | {n} | {spread(t[n])} | {ratio} | {spread(sol) if n == 'kforge' else ''} | {best} |",
                   flush=True)
     print(f"# load average {os.getloadavg()[0]:.2f} at end")
