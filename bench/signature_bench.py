@@ -11,10 +11,12 @@ def spread(v):
     return f"{statistics.median(v):.4g} ({min(v):.4g}..{max(v):.4g})"
 
 
-def kforge_bench(build, problem, sizes, threads):
-    """kforge's median kernel time (s) and SOL fraction for `problem` on the cpu backend."""
+def kforge_bench(build, problem, sizes, threads, params=None):
+    """kforge's median kernel time (s) and SOL fraction for `problem` on the cpu backend
+    (`params`: "NAME=V,..." for the kernel, its defaults when None)."""
+    extra = ["--params", params] if params else []
     out = subprocess.run([os.path.join(build, "kforge"), "bench", problem, "--backend", "cpu", "--size", sizes,
-                          "--quick", "--no-baseline", "--json", "--threads", str(threads)],
+                          "--quick", "--no-baseline", "--json", "--threads", str(threads)] + extra,
                          check=True, capture_output=True, text=True).stdout
     r = json.loads(out)
     r = r[0] if isinstance(r, list) else r

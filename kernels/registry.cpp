@@ -28,6 +28,7 @@ std::shared_ptr<Problem> make_signature_problem();  // kernels/signature
 std::shared_ptr<Problem> make_sigkernel_problem();  // kernels/signature
 std::shared_ptr<Problem> make_signature_grad_problem();  // kernels/signature
 std::shared_ptr<Problem> make_sigkernel_grad_problem();  // kernels/signature
+std::shared_ptr<Problem> make_sigkernel_gram_grad_problem();  // kernels/signature
 std::shared_ptr<Problem> make_kernel_kmeans_problem();  // kernels/kernel_kmeans
 
 const std::vector<std::shared_ptr<Problem>>& problems() {
@@ -77,6 +78,7 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_sigkernel_problem(),
       make_signature_grad_problem(),
       make_sigkernel_grad_problem(),
+      make_sigkernel_gram_grad_problem(),
       make_kernel_kmeans_problem(),
   };
   return all;
