@@ -24,8 +24,8 @@
 // long, this is what fills the vectors; the buffer is KF_VW times larger (siglen vectors).
 //
 // Parameters (all #defines):
-//   PATHS    paths per block; BATCHED: 16 PATHS paths per block, KF_VW at a time (16 whatever
-//            the width, so that the grid does not depend on it)
+//   PATHS    paths per block; BATCHED: 8 PATHS paths per block (whatever the width, so that the
+//            grid does not depend on it), rounded up to whole vectors of KF_VW paths
 //   BATCHED  1: one path per SIMD lane; 0: one path at a time
 //   VW       SIMD width in floats when BATCHED; 0: the widest the compiler targets (8 on AVX2,
 //            16 on AVX-512). Wider than the registers is 2.5x slower (AVX2, VW=16, loaded host).
@@ -153,15 +153,17 @@ static void signature_block(const kf_ctx& c, const T* X, T* SIG, int B, int L, i
   // KF_VW paths at a time, one per SIMD lane; lanes past B carry a zero path.
   typedef kf_vf E;
   E* S = (E*)scratch((s_len + r_len + d_len) * KF_VW);
-  const long long per_block = (long long)PATHS * 16;
 #else
   typedef float E;
   E* S = scratch(s_len + r_len + d_len);
-  const long long per_block = PATHS;
 #endif
   E* R = S + s_len;
   E* dm = R + r_len;
   const int lanes = (int)(sizeof(E) / sizeof(float));
+  // A block's share of the paths from the grid (8 PATHS when batched, whatever KF_VW is),
+  // rounded up to whole vectors: the blocks past the paths then have nothing to do.
+  const long long share = (B + c.grid_dim.x - 1) / c.grid_dim.x;
+  const long long per_block = (share + lanes - 1) / lanes * lanes;
   const long long b0 = (long long)c.block_idx.x * per_block;
   for (long long g = b0; g < b0 + per_block && g < B; g += lanes) {
     const int n = B - g < lanes ? (int)(B - g) : lanes;

@@ -29,8 +29,8 @@
 // workspace W is for the GPU kernels.
 //
 // Parameters (all #defines):
-//   PATHS    paths per block; BATCHED: 16 PATHS paths per block, KF_VW at a time (16 whatever
-//            the width, so that the grid does not depend on it)
+//   PATHS    paths per block; BATCHED: 8 PATHS paths per block (whatever the width, so that the
+//            grid does not depend on it), rounded up to whole vectors of KF_VW paths
 //   BATCHED  1: one path per SIMD lane; 0: one path at a time
 //   VW       SIMD width in floats when BATCHED; 0: the widest the compiler targets (8 on AVX2,
 //            16 on AVX-512: wider than the registers, a kf_vf is passed through memory)
@@ -157,15 +157,17 @@ static void signature_grad_block(const kf_ctx& c, const T* X, const T* GS, T* GX
 #if BATCHED
   typedef kf_vf E;
   E* S = (E*)scratch_floats(0, total * KF_VW);
-  const long long per_block = (long long)PATHS * 16;
 #else
   typedef float E;
   E* S = scratch_floats(0, total);
-  const long long per_block = PATHS;
 #endif
   E *G = S + s_len, *TT = G + s_len, *R = TT + s_len, *Q0 = R + r_len, *Q1 = Q0 + r_len;
   E *dm = Q1 + r_len, *nm = dm + d_len, *gd = nm + d_len;
   const int lanes = (int)(sizeof(E) / sizeof(float));
+  // A block's share of the paths from the grid (8 PATHS when batched, whatever KF_VW is),
+  // rounded up to whole vectors: the blocks past the paths then have nothing to do.
+  const long long share = (B + c.grid_dim.x - 1) / c.grid_dim.x;
+  const long long per_block = (share + lanes - 1) / lanes * lanes;
   const long long b0 = (long long)c.block_idx.x * per_block;
   for (long long g = b0; g < b0 + per_block && g < B; g += lanes) {
     const int n = B - g < lanes ? (int)(B - g) : lanes;
