@@ -15,6 +15,9 @@ in double). pysiglib's first path is checked against iisignature's (relative 1e-
 peer time / kforge time per round; medians and (min..max) over rounds, with the load average.
 
   OPENBLAS_THREAD_TIMEOUT=4 python3 bench/signature_grad_vs_peers.py --build build --rounds 3 --reps 3
+
+--baseline DIR adds a row "kforge@DIR": another build's kforge (e.g. one made before a change),
+run in the same rounds right after this build's, its ratio baseline time / kforge time.
 """
 import argparse
 import math
@@ -49,6 +52,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--baseline", help="another build directory whose kforge runs beside (a before/after row)")
     args = ap.parse_args()
     bench_venv.ensure("pysiglib", "pysiglib")
     bench_venv.ensure("iisignature", "iisignature")
@@ -71,11 +75,14 @@ def main():
             "iisignature": lambda: iisignature.sigbackprop(gs, x, level),
         }
         sizes = f"B={b},L={length},D={d},LEVEL={level}"
-        t = {n: [] for n in ["kforge"] + list(peers)}
+        base = f"kforge@{args.baseline}" if args.baseline else None
+        t = {n: [] for n in ["kforge"] + ([base] if base else []) + list(peers)}
         sol = []
         for _ in range(args.rounds):
             kt, ks = kforge_bench(args.build, "signature_grad", sizes, args.threads)
             t["kforge"].append(kt), sol.append(ks)
+            if base:
+                t[base].append(kforge_bench(args.baseline, "signature_grad", sizes, args.threads)[0])
             outs = {}
             for n, run in peers.items():
                 sec, outs[n] = time_it(run, args.reps)

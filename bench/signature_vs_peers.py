@@ -132,6 +132,7 @@ def main():
     ap.add_argument("--peers", default="pysiglib,iisignature,esig")
     ap.add_argument("--sig", default=",".join(SIG_CONFIGS), help="BxLxDxLEVEL,...")
     ap.add_argument("--ker", default=",".join(KER_CONFIGS), help="B1xB2xLxDxDYADIC,... (B2 paths as long as B1's)")
+    ap.add_argument("--baseline", help="another build directory whose kforge runs beside (signature rows: before/after)")
     args = ap.parse_args()
     bench_venv.ensure("numpy", "numpy")
     import numpy as np
@@ -148,11 +149,14 @@ def main():
         sizes = f"B={b},L={length},D={d},LEVEL={level}"
         runs = {n: sig_peer(np, n, m, x, level, args.threads) for n, m in peers.items()}
         runs = {n: r for n, r in runs.items() if r}
-        t = {n: [] for n in ["kforge"] + list(runs)}
+        base = f"kforge@{args.baseline}" if args.baseline else None
+        t = {n: [] for n in ["kforge"] + ([base] if base else []) + list(runs)}
         sol = []
         for _ in range(args.rounds):
             kt, ks = kforge_bench(args.build, "signature", sizes, args.threads)
             t["kforge"].append(kt), sol.append(ks)
+            if base:  # another build's kforge, right after this one's
+                t[base].append(kforge_bench(args.baseline, "signature", sizes, args.threads)[0])
             for n, (run, first) in runs.items():
                 secs, out = time_it(run, args.reps)
                 err = np.max(np.abs(first(out) - ref)) / np.max(np.abs(ref))

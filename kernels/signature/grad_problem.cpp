@@ -192,17 +192,29 @@ class SignatureGrad final : public Problem {
   // Per segment: two exponentials (2 siglen), the recomputing product and the adjoint's two
   // (each sum_k (k+1) D^k multiply-adds, 2 flops), the exponential's adjoint (4 siglen); the
   // forward pass one exponential and one product.
+  // The shared-prefix (Horner) count, the cheapest known, per segment: two products with
+  // exp(±Δ) (the forward pass and the prefix's recovery: 2 P_k per level, P_k = D + ... + D^k,
+  // as `signature`), and the adjoint's transposed Horner chain (4 P_k: a product and a
+  // contraction per element of each level's chain; 3 P_(k-1): the T chain's recomputation and
+  // adj A's additions), plus 3 D for Δ and the points.
   double flops(const Sizes& s) const override {
     const double D = static_cast<double>(s.at("D"));
-    double prod = 0, len = 0, p = 1;
-    for (std::int64_t k = 0; k <= s.at("LEVEL"); ++k, p *= D) prod += 2.0 * (k + 1) * p, len += p;
-    return static_cast<double>(s.at("B")) * (s.at("L") - 1) * (4 * prod + 7 * len);
+    double per = 3 * D, partial = 0, p = 1;
+    for (std::int64_t k = 1; k <= s.at("LEVEL"); ++k) {
+      const double below = partial;
+      p *= D, partial += p;
+      per += 8 * partial + 3 * below;
+    }
+    return static_cast<double>(s.at("B")) * (s.at("L") - 1) * per;
   }
   double bytes(const Sizes& s, DType t) const override {
     return static_cast<double>(2 * tensor_elements(0, s) + tensor_elements(1, s)) * dtype_size(t);
   }
   std::vector<std::string> kernel_specs() const override {
-    return {"kernels/signature/signature_grad_cpu.json", "kernels/signature/signature_grad_opencl.json",
+    // The large case first: its "applies" picks one path at a time where the batched buffers
+    // (three siglen vectors) would pass a core's L2.
+    return {"kernels/signature/signature_grad_large_cpu.json", "kernels/signature/signature_grad_cpu.json",
+            "kernels/signature/signature_grad_opencl.json",
             "kernels/signature/signature_grad_cuda.json"};
   }
 };

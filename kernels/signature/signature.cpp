@@ -16,14 +16,19 @@
 // whatever D is; with i1 slowest they would be loops of length D. The output row is written once
 // at the end in the row-major order, a digit-reversing copy.
 //
+// LEVEL <= 3 fuses the levels into one pass per segment without the R buffer (chen_step_small),
+// where the generic steps' loops are a few vectors long (README: measured).
+//
 // BATCHED = 1 runs KF_VW paths at once, one per SIMD lane, every step above then a vector
 // operation on KF_VW paths: for short levels (D^k small), where the axpys are a few elements
 // long, this is what fills the vectors; the buffer is KF_VW times larger (siglen vectors).
 //
 // Parameters (all #defines):
-//   PATHS    paths per block (BATCHED: groups of VW paths per block)
+//   PATHS    paths per block; BATCHED: 8 PATHS paths per block (whatever the width, so that the
+//            grid does not depend on it), rounded up to whole vectors of KF_VW paths
 //   BATCHED  1: one path per SIMD lane; 0: one path at a time
-//   VW       SIMD width in floats when BATCHED (the prelude's kf_vf)
+//   VW       SIMD width in floats when BATCHED; 0: the widest the compiler targets (8 on AVX2,
+//            16 on AVX-512). Wider than the registers is 2.5x slower (AVX2, VW=16, loaded host).
 #ifndef PATHS
 #define PATHS 1
 #endif
@@ -112,6 +117,31 @@ static void chen_step(E* S, E* R, const E* dm, const long long* off, const long 
   for (int i = 0; i < D; ++i) S[i] += dm[i];
 }
 
+// LEVEL <= 3: the same Horner steps with the levels fused into one pass per segment and no R
+// buffer: a level-3 prefix (S^2 + R_1)[i j] is formed in a register and used at once.
+template <class E>
+static void chen_step_small(E* S, const E* dm, int D, int LEVEL) {
+  E* S1 = S;
+  E* S2 = S + D;
+  E* S3 = S2 + D * D;
+  const long long dd = (long long)D * D;
+  if (LEVEL >= 3)
+    for (int j = 0; j < D; ++j) {
+      const E dj = dm[D + j];  // Δ_j / 2
+      for (int i = 0; i < D; ++i) {
+        const E a = S2[i + j * D] + (S1[i] + dm[2 * D + i]) * dj;  // R_0 = Δ/3
+        E* s3 = S3 + i + j * D;
+        for (int k = 0; k < D; ++k) s3[k * dd] += a * dm[k];
+      }
+    }
+  if (LEVEL >= 2)
+    for (int j = 0; j < D; ++j) {
+      const E dj = dm[j];
+      for (int i = 0; i < D; ++i) S2[i + j * D] += (S1[i] + dm[D + i]) * dj;
+    }
+  for (int i = 0; i < D; ++i) S1[i] += dm[i];
+}
+
 static void signature_block(const kf_ctx& c, const T* X, T* SIG, int B, int L, int D, int LEVEL) {
   long long off[8] = {0, 0}, size[8] = {1};
   for (int k = 1; k <= LEVEL; ++k) size[k] = size[k - 1] * D, off[k + 1] = off[k] + size[k];
@@ -123,15 +153,17 @@ static void signature_block(const kf_ctx& c, const T* X, T* SIG, int B, int L, i
   // KF_VW paths at a time, one per SIMD lane; lanes past B carry a zero path.
   typedef kf_vf E;
   E* S = (E*)scratch((s_len + r_len + d_len) * KF_VW);
-  const long long per_block = (long long)PATHS * KF_VW;
 #else
   typedef float E;
   E* S = scratch(s_len + r_len + d_len);
-  const long long per_block = PATHS;
 #endif
   E* R = S + s_len;
   E* dm = R + r_len;
   const int lanes = (int)(sizeof(E) / sizeof(float));
+  // A block's share of the paths from the grid (8 PATHS when batched, whatever KF_VW is),
+  // rounded up to whole vectors: the blocks past the paths then have nothing to do.
+  const long long share = (B + c.grid_dim.x - 1) / c.grid_dim.x;
+  const long long per_block = (share + lanes - 1) / lanes * lanes;
   const long long b0 = (long long)c.block_idx.x * per_block;
   for (long long g = b0; g < b0 + per_block && g < B; g += lanes) {
     const int n = B - g < lanes ? (int)(B - g) : lanes;
@@ -150,7 +182,10 @@ static void signature_block(const kf_ctx& c, const T* X, T* SIG, int B, int L, i
 #endif
         for (int m = 1; m <= LEVEL; ++m) dm[(m - 1) * D + i] = m == 1 ? delta : delta / (float)m;
       }
-      chen_step(S, R, dm, off, size, D, LEVEL);
+      if (LEVEL <= 3)
+        chen_step_small(S, dm, D, LEVEL);
+      else
+        chen_step(S, R, dm, off, size, D, LEVEL);
     }
     for (int l = 0; l < n; ++l)
       for (int k = 1; k <= LEVEL; ++k) {

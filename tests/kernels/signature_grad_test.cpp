@@ -57,8 +57,25 @@ TEST(SignatureGrad, ReferenceMatchesFiniteDifferences) {
 TEST(SignatureGrad, CpuPassesAtOddShapes) {
   auto backend = make_backend("cpu");
   for (const Sizes& s : {Sizes{{"B", 3}, {"L", 37}, {"D", 3}, {"LEVEL", 4}}, Sizes{{"B", 2}, {"L", 17}, {"D", 2}, {"LEVEL", 6}},
-                         Sizes{{"B", 5}, {"L", 2}, {"D", 5}, {"LEVEL", 1}}}) {
+                         Sizes{{"B", 5}, {"L", 2}, {"D", 5}, {"LEVEL", 1}}, Sizes{{"B", 17}, {"L", 3}, {"D", 21}, {"LEVEL", 2}}}) {
     const EvalResult r = evaluate(library_request("signature_grad", "cpu", s), *backend);
+    EXPECT_TRUE(r.passed()) << describe(r);
+  }
+}
+
+// The one-path-at-a-time variant (BATCHED=0: the library's choice for large D^LEVEL) and the
+// batched one with B not a multiple of the lanes (VW=8: 19 paths are 2 full vectors and 3 lanes
+// of a third, PATHS=2 putting 16 paths in a block). Two compiled variants, for the test's time.
+TEST(SignatureGrad, CpuVariantsPassAtOddShapes) {
+  auto backend = make_backend("cpu");
+  const ParamValues one_path{{"BATCHED", 0}, {"PATHS", 2}}, lanes{{"BATCHED", 1}, {"VW", 8}, {"PATHS", 2}};
+  const std::vector<std::pair<Sizes, ParamValues>> cases = {
+      {Sizes{{"B", 3}, {"L", 17}, {"D", 3}, {"LEVEL", 4}}, one_path},
+      {Sizes{{"B", 2}, {"L", 5}, {"D", 9}, {"LEVEL", 3}}, one_path},
+      {Sizes{{"B", 19}, {"L", 13}, {"D", 3}, {"LEVEL", 5}}, lanes},
+      {Sizes{{"B", 5}, {"L", 97}, {"D", 1}, {"LEVEL", 6}}, lanes}};
+  for (const auto& [s, params] : cases) {
+    const EvalResult r = evaluate(library_request("signature_grad", "cpu", s, DType::fp32, params), *backend);
     EXPECT_TRUE(r.passed()) << describe(r);
   }
 }
@@ -93,9 +110,12 @@ EvalResult run_edited(const std::string& from, const std::string& to, const std:
 }
 
 TEST(SignatureGrad, WrongKernelsAreRejected) {
-  // Prefixes recovered with exp(+Δ) instead of exp(-Δ); the start point's share not subtracted.
-  EXPECT_FALSE(run_edited("neg[i] = -delta[i]", "neg[i] = delta[i]").passed());
-  EXPECT_FALSE(run_edited("gx[(t - 1) * D + i] -= gd[i]", "gx[(t - 1) * D + i] += 0.0f").passed());
+  // Prefixes recovered with exp(+Δ) instead of exp(-Δ); the start point's share not subtracted;
+  // the transposed Horner chain without its 1/(k-m) in adj Δ, or not adding into adj A^m.
+  EXPECT_FALSE(run_edited("nm[(m - 1) * D + i] = -dm", "nm[(m - 1) * D + i] = dm").passed());
+  EXPECT_FALSE(run_edited("gx[(t - 1) * D + i] -= d", "gx[(t - 1) * D + i] += 0.0f * d").passed());
+  EXPECT_FALSE(run_edited("const float w = inv[k - m];", "const float w = 1.0f;").passed());
+  EXPECT_FALSE(run_edited("g[u] += q[u];", "g[u] += 0.0f * q[u];").passed());
   const EvalResult ok = run_edited("PATHS", "PATHS");
   EXPECT_TRUE(ok.passed()) << describe(ok);
   if (!make_backend("opencl")->can_run()) return;

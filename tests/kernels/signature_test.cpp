@@ -36,7 +36,8 @@ TEST_P(SignatureFamily, PassesAtOddShapes) {
     shapes = {{{"B", 3}, {"L", 17}, {"D", 3}, {"LEVEL", 4}},
               {{"B", 5}, {"L", 2}, {"D", 5}, {"LEVEL", 3}},
               {{"B", 2}, {"L", 9}, {"D", 2}, {"LEVEL", 6}},
-              {{"B", 1}, {"L", 31}, {"D", 1}, {"LEVEL", 5}}};
+              {{"B", 1}, {"L", 31}, {"D", 1}, {"LEVEL", 5}},
+              {{"B", 19}, {"L", 23}, {"D", 7}, {"LEVEL", 2}}};
   else
     shapes = {{{"B1", 3}, {"B2", 19}, {"L1", 13}, {"L2", 7}, {"D", 3}, {"DYADIC", 0}},
               {{"B1", 2}, {"B2", 3}, {"L1", 5}, {"L2", 9}, {"D", 2}, {"DYADIC", 2}},
@@ -138,6 +139,9 @@ TEST(SignatureCpu, WrongKernelsAreRejected) {
   EXPECT_FALSE(run_edited("signature", sig, "for (int k = LEVEL; k >= 2; --k)", "for (int k = 2; k <= LEVEL; ++k)").passed());
   // 1/m! off by one.
   EXPECT_FALSE(run_edited("signature", sig, "delta / (float)m", "delta / (float)(m + 1)").passed());
+  // LEVEL <= 3's fused pass: level 3's middle letter without its 1/2.
+  const Sizes small{{"B", 3}, {"L", 11}, {"D", 3}, {"LEVEL", 3}};
+  EXPECT_FALSE(run_edited("signature", small, "const E dj = dm[D + j];", "const E dj = dm[j];").passed());
   const Sizes ker{{"B1", 2}, {"B2", 5}, {"L1", 6}, {"L2", 5}, {"D", 3}, {"DYADIC", 1}};
   // The scheme without its second-order term, and without the refinement's 1/4^DYADIC.
   EXPECT_FALSE(run_edited("sigkernel", ker, "sq = aa * aa * twelfth", "sq = 0.0f * aa").passed());
