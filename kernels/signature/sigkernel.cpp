@@ -12,8 +12,10 @@
 // fine rows. Lanes past B2 carry zero increments and are not written.
 //
 // Parameters (all #defines):
-//   VW  SIMD width in floats (8: AVX2, 16: AVX-512; the prelude's kf_vf)
-//   VB  vectors of y paths per block (independent dependency chains)
+//   VW  SIMD width in floats (0: the widest the compiler targets; 8: AVX2, 16: AVX-512)
+//   VB  vectors of y paths per chunk (independent dependency chains)
+// A block takes 16 VB y paths whatever the width (the grid does not depend on VW), in
+// 16 / KF_VW chunks of VB vectors.
 #ifndef VB
 #define VB 2
 #endif
@@ -25,10 +27,9 @@ typedef kf_vf vf;
 // Per-thread scratch of whole vectors.
 static vf* scratch_vectors(long long vectors) { return static_cast<vf*>(scratch(0, vectors * (long long)sizeof(vf))); }
 
-static void sigkernel_block(const kf_ctx& c, const T* X, const T* Y, T* K, int B1, int B2, int L1, int L2, int D,
-                            int DYADIC) {
+static void sigkernel_chunk(const kf_ctx& c, long long b0, const T* X, const T* Y, T* K, int B1, int B2, int L1,
+                            int L2, int D, int DYADIC) {
   const long long a = c.block_idx.y;
-  const long long b0 = c.block_idx.x * (long long)(KF_VW * VB);
   const int C2 = L2 - 1, n1 = (L1 - 1) << DYADIC, n2 = (L2 - 1) << DYADIC, fine = (1 << DYADIC) - 1;
   const float scale = 1.0f / (float)(1 << (2 * DYADIC));  // exact: a power of two
   const float twelfth = 1.0f / 12.0f;
@@ -78,6 +79,12 @@ static void sigkernel_block(const kf_ctx& c, const T* X, const T* Y, T* K, int B
       const long long b = b0 + v * KF_VW + l;
       if (b < B2) K[a * B2 + b] = row[(long long)n2 * VB + v][l];
     }
+}
+
+static void sigkernel_block(const kf_ctx& c, const T* X, const T* Y, T* K, int B1, int B2, int L1, int L2, int D,
+                            int DYADIC) {
+  for (long long b0 = c.block_idx.x * 16LL * VB, end = b0 + 16LL * VB; b0 < end && b0 < B2; b0 += KF_VW * VB)
+    sigkernel_chunk(c, b0, X, Y, K, B1, B2, L1, L2, D, DYADIC);
 }
 
 KF_KERNEL(sigkernel, sigkernel_block)

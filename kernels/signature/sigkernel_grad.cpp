@@ -15,8 +15,10 @@
 // Lanes past B carry zero increments and a zero GK and are not written.
 //
 // Parameters (all #defines):
-//   VW  SIMD width in floats (8: AVX2, 16: AVX-512; the prelude's kf_vf)
-//   VB  vectors of pairs per block (independent dependency chains)
+//   VW  SIMD width in floats (0: the widest the compiler targets; 8: AVX2, 16: AVX-512)
+//   VB  vectors of pairs per chunk (independent dependency chains)
+// A block takes 16 VB pairs whatever the width (the grid does not depend on VW), in
+// 16 / KF_VW chunks of VB vectors.
 #ifndef VB
 #define VB 2
 #endif
@@ -28,9 +30,8 @@ typedef kf_vf vf;
 // Per-thread scratch of whole vectors.
 static vf* scratch_vectors(long long vectors) { return static_cast<vf*>(scratch(0, vectors * (long long)sizeof(vf))); }
 
-static void sigkernel_grad_block(const kf_ctx& c, const T* X, const T* Y, const T* GK, T* GX, T* GY, T* /*W*/, int B, int L1,
-                                 int L2, int D, int DYADIC) {
-  const long long b0 = c.block_idx.x * (long long)(KF_VW * VB);
+static void sigkernel_grad_chunk(const kf_ctx& c, long long b0, const T* X, const T* Y, const T* GK, T* GX, T* GY,
+                                 int B, int L1, int L2, int D, int DYADIC) {
   const int C1 = L1 - 1, C2 = L2 - 1, n1 = C1 << DYADIC, n2 = C2 << DYADIC;
   const long long W = n2 + 1, P = C2 + 1;  // K's row length; the coefficients' row length (padded)
   const float scale = 1.0f / (float)(1 << (2 * DYADIC));  // exact: a power of two
@@ -138,6 +139,12 @@ static void sigkernel_grad_block(const kf_ctx& c, const T* X, const T* Y, const 
           GY[(b * L2 + t) * D + d] = (t > 0 ? gdy[((long long)(t - 1) * D + d) * VB + v][l] : 0.0f) -
                                      (t < C2 ? gdy[((long long)t * D + d) * VB + v][l] : 0.0f);
     }
+}
+
+static void sigkernel_grad_block(const kf_ctx& c, const T* X, const T* Y, const T* GK, T* GX, T* GY, T* /*W*/, int B,
+                                 int L1, int L2, int D, int DYADIC) {
+  for (long long b0 = c.block_idx.x * 16LL * VB, end = b0 + 16LL * VB; b0 < end && b0 < B; b0 += KF_VW * VB)
+    sigkernel_grad_chunk(c, b0, X, Y, GK, GX, GY, B, L1, L2, D, DYADIC);
 }
 
 KF_KERNEL(sigkernel_grad, sigkernel_grad_block)

@@ -8,6 +8,7 @@
 
 #include "kforge/error.hpp"
 #include "kforge/rng.hpp"
+#include "problem/draw_streams.hpp"
 #include "problem/file_problem.hpp"
 #include "problem/native_code.hpp"
 #include "problem/native_host.hpp"
@@ -16,12 +17,6 @@ namespace kforge {
 namespace {
 
 using BaselineFn = void (*)(float* const*, const int*, const float*, int);
-
-// Streams of the conditioning draws, apart from those of fill_random (trial * 1000 + tensor).
-// flag and probability use the scan family's streams, so a problem re-expressed as a file
-// draws exactly the inputs of its compiled-in twin.
-constexpr std::uint64_t kIndexStream = 6000, kFlagStream = 7000, kProbStream = 9000,
-                        kSparseStream = 10000;
 
 std::int64_t index_range(const TensorDecl& t, const Sizes& s, std::int64_t& low) {
   low = t.low->eval(s);

@@ -14,6 +14,7 @@
 #include "kforge/error.hpp"
 #include "kforge/rng.hpp"
 #include "kforge/util.hpp"
+#include "problem/draw_streams.hpp"
 #include "problem/python_server.hpp"
 
 namespace kforge {
@@ -23,9 +24,6 @@ namespace {
 // the request's copy in Python, the float64 inputs there (and their absolute values), the
 // float32 witness, each output's reference and magnitude on both sides, the kernel's buffers.
 constexpr double kBytesPerElement = 48;
-
-// Streams of the conditioning draws, apart from those of fill_random (trial * 1000 + tensor).
-constexpr std::uint64_t kIndexStream = 6000, kFlagStream = 7000;
 
 std::string sizes_text(const std::vector<std::string>& order, const Sizes& s) {
   std::string out;
