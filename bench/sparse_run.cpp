@@ -4,8 +4,13 @@
 // timed launches. With --dump DIR it writes each tensor and the kernel's output as raw float32
 // (DIR/<tensor name>.f32), so the peer computes on the very same matrix and checks against
 // kforge's result. Prints one JSON line: seconds (each launch), median_s, sol_fraction (cached
-// ceilings), the kernel parameters.
+// ceilings), the kernel parameters, and cpu_seconds / cpu_median_s: the calling thread's CPU
+// time per launch, which at --threads 1 is the kernel's own (the pool's caller runs every
+// block) and leaves out the time slices other processes take on a loaded host. --param NAME=VALUE overrides a default parameter and --spec
+// runs a kernel spec on disk (its source beside it) instead of the library's: how a candidate is
+// compared with the library kernel, interleaved, before it replaces it.
 #include <algorithm>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 
@@ -13,14 +18,17 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "kforge/kernel_json.hpp"
 #include "kforge/measure.hpp"
+#include "kforge/util.hpp"
 #include "sparse_bench.hpp"
 
 using namespace kforge;
 
 int main(int argc, char** argv) {
   CLI::App app{"one timed spmm or sddmm (cpu backend), for bench/spmm_vs_scipy.py"};
-  std::string problem = "spmm", dump;
+  std::string problem = "spmm", dump, spec_path;
+  std::vector<std::string> params;
   std::int64_t m = 1024, k = 1024, w = 64, nnz = 104858;
   int reps = 5, threads = 0;
   std::uint64_t seed = 0x5eed;
@@ -32,6 +40,9 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "timed launches");
   app.add_option("--threads", threads, "cpu threads (0: all cores)");
   app.add_option("--seed", seed, "the instance's seed");
+  app.add_option("--param", params, "NAME=VALUE: a kernel parameter instead of its default (repeatable)");
+  app.add_option("--spec", spec_path, "a kernel spec JSON on disk (source beside it) instead of the library kernel")
+      ->check(CLI::ExistingFile);
   app.add_option("--dump", dump, "a folder to write the tensors and the output to, as raw float32");
   CLI11_PARSE(app, argc, argv);
 
@@ -42,7 +53,15 @@ int main(int argc, char** argv) {
   const Scalars uniform{{"pattern", 0}};
   auto backend = make_backend("cpu", {.threads = threads});
   const Instance in = p->make_instance(sizes, DType::fp32, Distribution::normal, seed, 1, uniform);
-  const auto kernel = bench::prepare(*backend, *p, sizes);
+  const ParamValues overrides = bench::parse_params(params);
+  const auto kernel = [&] {
+    if (spec_path.empty()) return bench::prepare(*backend, *p, sizes, overrides);
+    const std::string dir = std::filesystem::path(spec_path).parent_path().string();
+    const KernelSpec spec = KernelSpec::from_json(nlohmann::json::parse(read_file(spec_path)), [&](const std::string& f) {
+      return read_file(std::filesystem::path(dir) / f);
+    });
+    return bench::compile(*backend, spec, sizes, overrides);
+  }();
   const auto specs = p->tensors();
   std::vector<std::unique_ptr<Buffer>> bufs;
   std::vector<Arg> args;
@@ -54,9 +73,18 @@ int main(int argc, char** argv) {
   for (const auto& n : p->size_names()) args.push_back(Arg::i(static_cast<std::int32_t>(sizes.at(n))));
   args.push_back(Arg::f(0.0f));  // pattern, unread by the kernel
 
+  const auto thread_cpu = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+  };
   kernel(args);
-  std::vector<double> seconds;
-  for (int r = 0; r < reps; ++r) seconds.push_back(kernel(args));
+  std::vector<double> seconds, cpu_seconds;
+  for (int r = 0; r < reps; ++r) {
+    const double c0 = thread_cpu();
+    seconds.push_back(kernel(args));
+    cpu_seconds.push_back(thread_cpu() - c0);
+  }
 
   if (!dump.empty()) {
     std::filesystem::create_directories(dump);
@@ -71,7 +99,8 @@ int main(int argc, char** argv) {
   const Ceilings c = ceilings(*backend);
   const Roofline roof = roofline(c, DType::fp32, p->flops(sizes), p->bytes(sizes, DType::fp32), median, 0, /*hot=*/true);
   nlohmann::json out{{"problem", problem}, {"sizes", sizes},          {"seconds", seconds},
-                     {"median_s", median}, {"sol_fraction", roof.sol_fraction}, {"params", kernel.params_text()},
+                     {"median_s", median}, {"cpu_seconds", cpu_seconds},
+                     {"cpu_median_s", median_of(cpu_seconds)}, {"sol_fraction", roof.sol_fraction}, {"params", kernel.params_text()},
                      {"device", backend->device()}};
   fmt::print("{}\n", out.dump());
   return 0;

@@ -15,6 +15,12 @@ shape the sides run in turn for --rounds rounds (kforge at each of --kforge-thre
 scipy), each reporting the median of --reps calls; the table gives medians with min..max over
 rounds and the ratio scipy / kforge per round (> 1: kforge faster).
 
+--clock cpu times both sides by the calling thread's CPU time instead of the wall clock: at one
+thread that is each side's own work, without the time slices other processes take on a loaded
+host (it still counts their cache pollution). Only with --kforge-threads 1 (the pool's caller
+runs every block then; with more threads the workers' time is not counted). --kforge-param
+NAME=VALUE runs kforge's kernel with a parameter other than its default.
+
   python3 bench/spmm_vs_scipy.py --rows 1024,4096 --cols 64,256 --sparsity 0.7,0.9,0.99 --rounds 3
 """
 import argparse
@@ -37,7 +43,7 @@ def load(folder, name, dtype="float32"):
     return np.fromfile(os.path.join(folder, name + ".f32"), dtype=dtype)
 
 
-def peer(problem, folder, m, k, w, reps):
+def peer(problem, folder, m, k, w, reps, timer=time.perf_counter):
     """scipy's (or numpy's) side on kforge's dumped matrix: (median seconds, relative error)."""
     import numpy as np
     import scipy.sparse as sp
@@ -62,9 +68,9 @@ def peer(problem, folder, m, k, w, reps):
     secs, got = [], None
     run()  # warm-up, as kforge's side has one
     for _ in range(reps):
-        t = time.perf_counter()
+        t = timer()
         got = run()
-        secs.append(time.perf_counter() - t)
+        secs.append(timer() - t)
     got = np.asarray(got, dtype=np.float64)
     err = float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
     return statistics.median(secs), err
@@ -83,15 +89,21 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--kforge-threads", default="1,2", help="kforge's thread counts, one column each")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="cpu: the calling thread's CPU time on both sides (one kforge thread only)")
+    ap.add_argument("--kforge-param", action="append", default=[], help="NAME=VALUE: a kernel parameter (repeatable)")
     ap.add_argument("--build", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build"))
     args = ap.parse_args()
     bench_venv.ensure("scipy", "scipy")
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", OPENBLAS_THREAD_TIMEOUT="4")
     runner = os.path.join(args.build, "bench", "sparse_run")
     threads = [int(t) for t in args.kforge_threads.split(",")]
+    if args.clock == "cpu" and threads != [1]:
+        raise SystemExit("--clock cpu times the calling thread only: use it with --kforge-threads 1")
+    timer, key = (time.thread_time, "cpu_median_s") if args.clock == "cpu" else (time.perf_counter, "median_s")
     import scipy
     print(f"# kforge spmm/sddmm vs scipy {scipy.__version__} (one thread), uniform pattern, M = K; {args.rounds} "
-          f"rounds x {args.reps} reps; CPU timings; load average {os.getloadavg()[0]:.2f} at start")
+          f"rounds x {args.reps} reps; CPU timings ({args.clock} clock); load average {os.getloadavg()[0]:.2f} at start")
     head = " | ".join(f"kforge {t}T ms | scipy / kforge {t}T | SOL {t}T" for t in threads)
     print(f"| problem | M=K | N or D | sparsity | scipy ms | {head} |")
     print("|---|---:|---:|---:|---:|" + "---:|---|---:|" * len(threads))
@@ -109,15 +121,17 @@ def main():
                             for t in threads:
                                 cmd = [runner, "--problem", problem, "--m", str(m), "--k", str(m), "--w", str(w),
                                        "--nnz", str(nnz), "--reps", str(args.reps), "--threads", str(t)]
+                                for kp in args.kforge_param:
+                                    cmd += ["--param", kp]
                                 if r == 0 and t == threads[0]:
                                     cmd += ["--dump", folder]
                                 out = subprocess.run(cmd, env=env, capture_output=True, text=True)
                                 if out.returncode != 0:
                                     raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr}")
                                 res = json.loads(out.stdout.strip().splitlines()[-1])
-                                kf[t].append(res["median_s"])
+                                kf[t].append(res[key])
                                 sol[t].append(res["sol_fraction"])
-                            secs, err = peer(problem, folder, m, m, w, args.reps)
+                            secs, err = peer(problem, folder, m, m, w, args.reps, timer)
                             if err > 1e-4:
                                 raise SystemExit(f"{problem} M={m} w={w} sparsity {s}: scipy and kforge differ "
                                                  f"(relative {err:.3g})")

@@ -1,4 +1,4 @@
-// spmm's CSR row loop for the cpu backend, shared by spmm.cpp and spmm_adaptive.cpp's CSR path:
+// spmm's former CSR row loop for the cpu backend (NV=2 era), now spmm_adaptive.cpp's CSR path:
 // rows [r0, r1) of the column strip [n0, n0 + nc) of C = A * B, A in CSR. Each row's strip is
 // accumulated in CW = NV * KF_VW columns of registers per pass over the row's nonzeros, then
 // one vector, then one float at a time; the accumulation order per element is the row's order.

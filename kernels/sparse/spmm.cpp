@@ -7,14 +7,26 @@
 // and a dense row is one block's whole work, with no sort and no scratch (the pool hands blocks
 // to threads as they free up, which balances what equal cost leaves uneven).
 //
-// Each row's strip is accumulated in CW = NV * VW columns of registers per pass over the row's
-// nonzeros: acc += values[p] * B[col_idx[p], j:j+CW]; tail columns one vector then one float at
-// a time (kernels/common/csr_rows.hpp). The accumulation order per element is the row's order,
-// so results are deterministic.
+// Inside a block, the strip is walked in column panels sized for L2, with the row loop inside a
+// panel: every nonzero gathers one B row's panel, and a row of A at 70% sparsity touches 30% of
+// B, so a panel of B that stays in L2 (K * panel * 4 bytes <= L2KB KiB) serves the block's rows
+// from L2 instead of L3. The panel is a multiple of the register tile, at least one tile.
 //
-// Parameters (#defines): BN columns per strip, NV vectors per register tile, VW floats per
-// vector (0: the widest the compiler targets), RBLOCKS row blocks.
-#include "kernels/common/csr_rows.hpp"  // CW, csr_rows
+// Each row's panel is accumulated in CW = NV * VW columns of registers per pass over the row's
+// nonzeros: acc += values[p] * B[col_idx[p], j:j+CW]; the tail in tiles of 4, 2, then 1 vector,
+// then one float at a time. UN nonzeros a step each feed their own accumulators (summed at the row's end):
+// an FMA waits for the previous one into the same register (4 cycles on Zen 3), so NV * UN
+// independent chains keep both FMA pipes busy. PD > 0 prefetches the tile's B lines of nonzero
+// p + PD, past the row's end into the next rows of the block (their pass over the same tile
+// comes later, and finds them in cache), so short rows get their first nonzeros prefetched too.
+// The accumulation order per element depends only on the row, so results are deterministic.
+//
+// Parameters (#defines): BN columns per strip, NV vectors per register tile, UN nonzeros a step
+// (1, 2 or 4), VW floats per vector (0: the widest the compiler targets), RBLOCKS row blocks,
+// L2KB the panel's budget in KiB (0: the whole strip, one panel), PD the prefetch distance in
+// nonzeros (0: none).
+
+#define CW (NV * KF_VW)
 
 // The first row whose cost prefix row_ptr[r] + r reaches `target` (rows 0..M).
 static int first_row_at(const float* row_ptr, int M, double target) {
@@ -27,15 +39,75 @@ static int first_row_at(const float* row_ptr, int M, double target) {
   return lo;
 }
 
+// W vectors of row [p0, p1) at column offset j of bcol (B + the strip's first column): UN
+// nonzeros a step, each into its own accumulators.
+template <int W>
+static inline void row_tile(const float* col_idx, const float* values, const float* bcol, long long N, int p0,
+                            int p1, int pend, float* c) {
+  kf_vf acc[UN][W] = {};
+  int p = p0;
+  for (; p + UN <= p1; p += UN) {
+#if PD > 0
+    if (p + PD < pend) {
+      const char* next = (const char*)(bcol + (long long)(int)col_idx[p + PD] * N);
+      for (int l = 0; l < W * KF_VW * 4; l += 64) __builtin_prefetch(next + l, 0, 3);
+    }
+#endif
+    for (int u = 0; u < UN; ++u) {
+      const kf_vf a = kf_splat(values[p + u]);
+      const float* brow = bcol + (long long)(int)col_idx[p + u] * N;
+      for (int v = 0; v < W; ++v) acc[u][v] += a * kf_load(brow + v * KF_VW);
+    }
+  }
+  for (; p < p1; ++p) {
+    const kf_vf a = kf_splat(values[p]);
+    const float* brow = bcol + (long long)(int)col_idx[p] * N;
+    for (int v = 0; v < W; ++v) acc[0][v] += a * kf_load(brow + v * KF_VW);
+  }
+  for (int u = 1; u < UN; ++u)
+    for (int v = 0; v < W; ++v) acc[0][v] += acc[u][v];
+  for (int v = 0; v < W; ++v) kf_store(c + v * KF_VW, acc[0][v]);
+}
+
+// Rows [r0, r1) of C's columns [n0, n0 + nc): tiles of CW, then single vectors, then floats.
+static void rows_panel(const float* row_ptr, const float* col_idx, const float* values, const float* B, float* C,
+                       int N, int r0, int r1, int n0, int nc) {
+  const int pend = (int)row_ptr[r1];
+  for (int r = r0; r < r1; ++r) {
+    const int p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];
+    float* c = C + (long long)r * N + n0;
+    const float* bcol = B + n0;
+    int j = 0;
+    for (; j + CW <= nc; j += CW) row_tile<NV>(col_idx, values, bcol + j, N, p0, p1, pend, c + j);
+    // The tail in halving tiles (a single vector is one FMA chain, latency-bound).
+    if (NV > 4 && j + 4 * KF_VW <= nc) row_tile<4>(col_idx, values, bcol + j, N, p0, p1, pend, c + j), j += 4 * KF_VW;
+    if (NV > 2 && j + 2 * KF_VW <= nc) row_tile<2>(col_idx, values, bcol + j, N, p0, p1, pend, c + j), j += 2 * KF_VW;
+    for (; j + KF_VW <= nc; j += KF_VW) row_tile<1>(col_idx, values, bcol + j, N, p0, p1, pend, c + j);
+    for (; j < nc; ++j) {
+      float acc = 0;
+      for (int p = p0; p < p1; ++p) acc += values[p] * bcol[(long long)(int)col_idx[p] * N + j];
+      c[j] = acc;
+    }
+  }
+}
+
 static void spmm_block(const kf_ctx& ctx, const float* row_ptr, const float* col_idx, const float* values,
                        const float* B, float* C, int M, int K, int N, int NNZ, float pattern) {
-  (void)K, (void)NNZ, (void)pattern;
+  (void)NNZ, (void)pattern;
   const int n0 = (int)ctx.block_idx.x * BN, nc = N - n0 < BN ? N - n0 : BN;
   const long long nb = ctx.grid_dim.y, b = ctx.block_idx.y;
   const double total = (double)row_ptr[M] + M;
   const int r0 = b == 0 ? 0 : first_row_at(row_ptr, M, total * b / nb);
   const int r1 = b == nb - 1 ? M : first_row_at(row_ptr, M, total * (b + 1) / nb);
-  csr_rows(row_ptr, col_idx, values, B, C, N, r0, r1, n0, nc);
+  // The panel: as many whole tiles as K rows of B keep within L2KB, at least one.
+  int pw = nc;
+  if (L2KB > 0) {
+    const long long fit = (long long)L2KB * 1024 / (4LL * (K > 0 ? K : 1));
+    pw = (int)(fit / CW) * CW;
+    if (pw < CW) pw = CW;
+  }
+  for (int j = 0; j < nc; j += pw)
+    rows_panel(row_ptr, col_idx, values, B, C, N, r0, r1, n0 + j, nc - j < pw ? nc - j : pw);
 }
 
 KF_KERNEL(spmm, spmm_block)

@@ -233,6 +233,21 @@ TEST(SparseCpu, SpmmPassesEveryPatternAtOddShapes) {
   expect_passes("spmm", *backend, {131, 97, 130, 3000, {}});    // defaults, several strips
 }
 
+// The register tile's paths at AVX2's width on any machine: N = 123 walks a full tile of 8
+// vectors, then 4, 2, 1 and 3 floats; UN > 1 leaves each row's last nonzeros to the one-at-a-time
+// loop; the prefetch runs past row ends to the block's; a small L2KB at a large K cuts the strip
+// into one-tile panels (the last one a scalar tail). Every pattern: empty rows, a dense row.
+TEST(SparseCpu, SpmmTilesUnrollPrefetchAndPanelsPassEveryPattern) {
+  auto backend = make_backend("cpu");
+  every_pattern("spmm", *backend,
+                {37, 53, 123, 400, {{"BN", 256}, {"NV", 8}, {"VW", 8}, {"UN", 1}, {"PD", 4}, {"RBLOCKS", 5}}});
+  every_pattern("spmm", *backend,
+                {41, 59, 45, 700, {{"BN", 64}, {"NV", 2}, {"VW", 8}, {"UN", 4}, {"PD", 16}, {"RBLOCKS", 4}}});
+  every_pattern("spmm", *backend,
+                {29, 3001, 45, 5000, {{"BN", 32}, {"NV", 1}, {"VW", 8}, {"UN", 2}, {"L2KB", 128}, {"RBLOCKS", 2}}});
+  expect_passes("spmm", *backend, {13, 17, 67, 2000, {{"UN", 2}}});  // fully dense, defaults but UN
+}
+
 TEST(SparseCpu, SddmmPassesEveryPatternAtOddShapes) {
   auto backend = make_backend("cpu");
   every_pattern("sddmm", *backend, {37, 53, 45, 400, {{"NV", 2}, {"VW", 8}, {"RBLOCKS", 5}}});
