@@ -25,7 +25,7 @@ namespace {
 constexpr double kBytesPerElement = 48;
 
 // Streams of the conditioning draws, apart from those of fill_random (trial * 1000 + tensor).
-constexpr std::uint64_t kIndexStream = 6000, kFlagStream = 7000;
+constexpr std::uint64_t kKbIndexStream = 6000, kKbFlagStream = 7000;
 
 std::string sizes_text(const std::vector<std::string>& order, const Sizes& s) {
   std::string out;
@@ -225,9 +225,9 @@ void KernelBenchProblem::condition_inputs(Instance& inst, std::uint64_t seed, in
       const auto low = static_cast<std::int64_t>(d.low), range = static_cast<std::int64_t>(d.high - d.low);
       for (std::size_t i = 0; i < v.size(); ++i)
         v[i] = static_cast<double>(low + std::min<std::int64_t>(
-            range - 1, static_cast<std::int64_t>(random_unit(seed, kIndexStream + 1000 * tr + t, i) * range)));
+            range - 1, static_cast<std::int64_t>(random_unit(seed, kKbIndexStream + 1000 * tr + t, i) * range)));
     } else if (d.condition == "flag") {
-      for (std::size_t i = 0; i < v.size(); ++i) v[i] = random_unit(seed, kFlagStream + 1000 * tr + t, i) < d.low;
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = random_unit(seed, kKbFlagStream + 1000 * tr + t, i) < d.low;
     } else if (d.condition == "positive") {
       for (auto& x : v) x = x == 0 ? 1 : std::fabs(x);
     } else if (d.dtype.find("int") != std::string::npos) {
