@@ -30,6 +30,8 @@ std::shared_ptr<Problem> make_signature_grad_problem();  // kernels/signature
 std::shared_ptr<Problem> make_sigkernel_grad_problem();  // kernels/signature
 std::shared_ptr<Problem> make_sigkernel_gram_grad_problem();  // kernels/signature
 std::shared_ptr<Problem> make_kernel_kmeans_problem();  // kernels/kernel_kmeans
+std::shared_ptr<Problem> make_kernel_svm_problem();     // kernels/kernel_model
+std::shared_ptr<Problem> make_kernel_logreg_problem();  // kernels/kernel_model
 
 const std::vector<std::shared_ptr<Problem>>& problems() {
   static const std::vector<std::shared_ptr<Problem>> all = {
@@ -80,6 +82,8 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_sigkernel_grad_problem(),
       make_sigkernel_gram_grad_problem(),
       make_kernel_kmeans_problem(),
+      make_kernel_svm_problem(),
+      make_kernel_logreg_problem(),
   };
   return all;
 }
