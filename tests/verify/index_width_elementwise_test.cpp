@@ -14,9 +14,14 @@
 namespace kforge {
 namespace {
 
-const char* const kRowWise[] = {"activation.relu",      "activation.leaky_relu", "activation.gelu_erf",
-                                "activation.gelu_tanh", "activation.silu",       "softmax",
-                                "rmsnorm",              "layernorm"};
+const char* const kRowWise[] = {"activation.relu",
+                                "activation.leaky_relu",
+                                "activation.gelu_erf",
+                                "activation.gelu_tanh",
+                                "activation.silu",
+                                "softmax",
+                                "rmsnorm",
+                                "layernorm"};
 
 TEST(IndexWidthElementwise, RowWiseFamiliesDeclareAnInputAndAnOutputPast2To31Elements) {
   for (const char* name : kRowWise) {
@@ -79,7 +84,8 @@ TEST(IndexWidthElementwise, TheRealCheckRejectsA32BitFlatIndexWhereMemoryAllows)
 }
 
 TEST(IndexWidthElementwise, TheLibraryKernelPassesTheRealCheckWhereMemoryAllows) {
-  const auto r = test::kforge_cli("verify activation.silu --backend cpu --size M=37,N=45 --dtype bf16 --index-width --json");
+  const auto r =
+      test::kforge_cli("verify activation.silu --backend cpu --size M=37,N=45 --dtype bf16 --index-width --json");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto j = test::parse_or_fail(r);
   const std::string d = index_width_detail(j.is_array() ? j.at(0) : j);

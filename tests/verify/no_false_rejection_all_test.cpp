@@ -23,11 +23,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kforge/problem.hpp"
 #include "test_util.hpp"
@@ -130,8 +129,8 @@ std::vector<Case> library_cases(std::vector<std::string>& unreached) {
       }
       for (DType d : p->dtypes())
         cases.push_back({p->name() + " " + std::string(dtype_name(d)) + " " + sizes_arg(sizes),
-                         "verify " + p->name() + " --backend cpu,opencl --threads 2 --dtype " + std::string(dtype_name(d)) +
-                             " --size " + sizes_arg(sizes) + " --thorough --json",
+                         "verify " + p->name() + " --backend cpu,opencl --threads 2 --dtype " +
+                             std::string(dtype_name(d)) + " --size " + sizes_arg(sizes) + " --thorough --json",
                          names});
     }
   }
@@ -144,14 +143,28 @@ std::vector<Case> library_cases(std::vector<std::string>& unreached) {
 // (index_width off: one fixed wide instance whatever the seed, tested in index_width_test.cpp).
 std::vector<Case> corpus_cases(bool thorough = true) {
   const std::string ex = KFORGE_TEST_DATA "/../../examples/";
-  const std::string size = std::string(" --size M=67,N=45,K=37 --no-index-width --json") +
-                           (thorough ? " --thorough" : " --quick");
+  const std::string size =
+      std::string(" --size M=67,N=45,K=37 --no-index-width --json") + (thorough ? " --thorough" : " --quick");
   return {
-      {"examples/naive_gemm.cpp", "eval --problem gemm --lang cpp --source " + ex + "naive_gemm.cpp --grid 'ceil_div(M,16)'" + size, "naive_gemm.cpp"},
-      {"examples/naive_gemm.cl", "eval --problem gemm --lang opencl --source " + ex + "naive_gemm.cl --grid 'ceil_div(N,16),ceil_div(M,16)' --block 16,16" + size, "naive_gemm.cl"},
-      {"examples/proposers/gemm/naive.cpp", "eval --problem gemm --lang cpp --source " + ex + "proposers/gemm/naive.cpp --grid 'ceil_div(M,16)' --params BM=16" + size, "naive.cpp"},
-      {"examples/proposers/gemm/tiled_fixed.cpp", "eval --problem gemm --lang cpp --source " + ex + "proposers/gemm/tiled_fixed.cpp --grid 'ceil_div(M,16)' --params BM=16,BN=16" + size, "tiled_fixed.cpp"},
-      {"examples/proposers/gemm/row_axpy.cpp", "eval --problem gemm --lang cpp --source " + ex + "proposers/gemm/row_axpy.cpp --grid 'ceil_div(M,16)' --params BM=16" + size, "row_axpy.cpp"},
+      {"examples/naive_gemm.cpp",
+       "eval --problem gemm --lang cpp --source " + ex + "naive_gemm.cpp --grid 'ceil_div(M,16)'" + size,
+       "naive_gemm.cpp"},
+      {"examples/naive_gemm.cl",
+       "eval --problem gemm --lang opencl --source " + ex +
+           "naive_gemm.cl --grid 'ceil_div(N,16),ceil_div(M,16)' --block 16,16" + size,
+       "naive_gemm.cl"},
+      {"examples/proposers/gemm/naive.cpp",
+       "eval --problem gemm --lang cpp --source " + ex +
+           "proposers/gemm/naive.cpp --grid 'ceil_div(M,16)' --params BM=16" + size,
+       "naive.cpp"},
+      {"examples/proposers/gemm/tiled_fixed.cpp",
+       "eval --problem gemm --lang cpp --source " + ex +
+           "proposers/gemm/tiled_fixed.cpp --grid 'ceil_div(M,16)' --params BM=16,BN=16" + size,
+       "tiled_fixed.cpp"},
+      {"examples/proposers/gemm/row_axpy.cpp",
+       "eval --problem gemm --lang cpp --source " + ex +
+           "proposers/gemm/row_axpy.cpp --grid 'ceil_div(M,16)' --params BM=16" + size,
+       "row_axpy.cpp"},
   };
 }
 
@@ -198,9 +211,10 @@ void run_case(const Case& c, int trials, std::uint64_t seed, Tally& t) {
 }
 
 void report(const char* what, std::size_t cases, long long per_kernel, const Tally& t, double secs) {
-  std::printf("[ no-false-rejection ] %s: %zu cases, %lld trials each, %lld verdicts, %lld trials in all, "
-              "%lld false rejections, %.0f s\n",
-              what, cases, per_kernel, t.verdicts, t.trials, t.rejections, secs);
+  std::printf(
+      "[ no-false-rejection ] %s: %zu cases, %lld trials each, %lld verdicts, %lld trials in all, "
+      "%lld false rejections, %.0f s\n",
+      what, cases, per_kernel, t.verdicts, t.trials, t.rejections, secs);
   std::printf("[ no-false-rejection ] worst error/bound among passing verdicts: %.3g at %s\n", t.worst_ratio,
               t.worst_case.c_str());
 }
@@ -236,8 +250,8 @@ TEST(NoFalseRejectionLong, EveryLibraryKernelAndTheCorrectCorpusPassEveryTrial) 
   for (const auto& n : unreached) missed += " " + n;
   std::printf("[ no-false-rejection ] library kernels `kforge verify` does not pick at any size tried (not run):%s\n",
               missed.c_str());
-  report("library + correct corpus", ran, per_kernel,
-         t, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  report("library + correct corpus", ran, per_kernel, t,
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   EXPECT_EQ(t.rejections, 0);
   EXPECT_LE(t.worst_ratio, 1.0);
 }
@@ -254,8 +268,10 @@ TEST(NoFalseRejectionTiny, TheEnumerationCoversEveryFamilyAndAFewCheapKernelsPas
     EXPECT_TRUE(families.count(f)) << f;
   Tally t;
   const Case tiny[] = {
-      {"activation.silu", "verify activation.silu --backend cpu --size M=37,N=45 --quick --json", "activation.silu.cpu"},
-      {"reduce.sum_axis1", "verify reduce.sum_axis1 --backend cpu --size M=29,N=53 --quick --json", "reduce.sum_axis1.cpu"},
+      {"activation.silu", "verify activation.silu --backend cpu --size M=37,N=45 --quick --json",
+       "activation.silu.cpu"},
+      {"reduce.sum_axis1", "verify reduce.sum_axis1 --backend cpu --size M=29,N=53 --quick --json",
+       "reduce.sum_axis1.cpu"},
       {"naive_gemm.cpp", corpus_cases(false)[0].args, "naive_gemm.cpp"},
   };
   std::uint64_t counter = 0;
