@@ -93,6 +93,15 @@ class Backend {
     (void)src, (void)offset, (void)dst, (void)bytes;
     throw std::logic_error(name() + " backend: no sparse buffers");
   }
+  // Folds `bytes` of a sparse buffer from `offset` on onto `period` bytes of memory: every
+  // period-long piece of the range is then the same memory (cpu: shared anonymous pages mapped
+  // again and again), so a kernel can write all of it while it takes `period` of memory. The
+  // index_width proxy (verify.cpp) folds an output past 2^31 elements that does not fit in
+  // memory. Offset and period must be multiples of the page size. False: not supported.
+  virtual bool fold_region(Buffer& b, std::size_t offset, std::size_t bytes, std::size_t period) {
+    (void)b, (void)offset, (void)bytes, (void)period;
+    return false;
+  }
 
   // Throws CompileError with the compiler's log. `source_name` (the kernel's file, for the
   // compiler's messages) may be empty. The opencl and cuda backends put their prelude in front

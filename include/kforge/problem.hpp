@@ -116,10 +116,14 @@ class Problem {
   // The index_width check (docs/verification.md): sizes at which one input tensor passes 2^31
   // elements, and `live`, the same sizes cut to the last rows of the split dimension (gemm: M =
   // 2^16 + 1 rows of K = 2^15, live M = 2). The problem promises: a wide instance whose tensors
-  // are the live instance's, those that grow with the split size preceded by zeros, has as its
-  // outputs the live outputs preceded by zeros (a zero input row gives a zero output row). So
-  // the wide input is mapped, not filled (its zeros are the shared zero page), and only the live
-  // rows have a reference. Empty sizes (the default): the problem does not support the check.
+  // are the live instance's, those that grow with the split size preceded by zero rows, has as
+  // its outputs the live outputs preceded by the rows that a zero input row gives, the same for
+  // every row (gemm, reduce: zeros; activation: f(bias); softmax: 1/N; layernorm: beta). Those
+  // rows' reference is the live instance's with its growing tensors zeroed, repeated. So the
+  // wide input is mapped, not filled (its zeros are the shared zero page), and only the live rows
+  // and a zero instance have a reference. An output that grows past 2^31 elements too (the
+  // elementwise families) is written whole by the kernel and compared in its live rows and a few
+  // sampled windows (verify.cpp). Empty sizes (the default): the problem does not support it.
   struct WideIndexShape {
     Sizes sizes, live;
   };

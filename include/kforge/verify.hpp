@@ -71,8 +71,10 @@ struct VerifyOptions {
   // Runs the kernel on the problem's wide instance: `live`'s tensors, those that are larger at
   // the `wide` sizes preceded by zeros that are mapped, never written (the shared zero page).
   // Empty: the backend cannot, and the check is skipped. Throws std::bad_alloc when the address
-  // space is short. Set by the caller; not part of the JSON.
-  std::function<KernelOutput(const Instance& live, const Sizes& wide, bool poison_inout)> call_wide;
+  // space is short. `fold`: the index_width proxy, where the memory is short: an output past
+  // kWideSampledOutputBytes is folded (Backend::fold_region) and only its live rows come back;
+  // throws std::domain_error when the backend cannot fold. Set by the caller; not in the JSON.
+  std::function<KernelOutput(const Instance& live, const Sizes& wide, bool poison_inout, bool fold)> call_wide;
   // After a passed thorough verification of a cpu kernel (evaluate() in this process, or
   // evaluate_isolated's worker), a second worker runs it once more built with ThreadSanitizer,
   // each block on a thread of its own; a data race with an access in the kernel's code makes it
@@ -98,7 +100,27 @@ struct KernelOutput {
     std::int64_t first_from_poison = -1, first_from_guard = -1;
   };
   std::vector<NaNTrace> nan_traces;
+  // Per out/inout tensor, where its elements above sit in the whole tensor: empty, every element
+  // in order; else tensors[t][i] is element flat_index[t][i] (a sampled output: the index_width
+  // run's outputs past 2^31 elements, read back in their live rows and a few windows only).
+  std::vector<std::vector<std::int64_t>> flat_index;
+  [[nodiscard]] std::int64_t flat(std::size_t t, std::size_t i) const {
+    return t < flat_index.size() && !flat_index[t].empty() ? flat_index[t][i] : static_cast<std::int64_t>(i);
+  }
 };
+
+// The index_width run's outputs at least this large are sampled, not read back whole: the
+// kernel writes all of them, the verifier reads the live rows and a few windows
+// (KernelRunner::load_wide).
+constexpr std::size_t kWideSampledOutputBytes = std::size_t{64} << 20;
+
+// What the index_width run at `w` takes: address space (every tensor at the wide sizes, the
+// growing inputs mapped on the zero page) and resident memory (what is written: outputs, inout
+// and scratch tensors whole, growing inputs' live rows, small inputs), in bytes.
+struct WideIndexBytes {
+  double address = 0, resident = 0;
+};
+[[nodiscard]] WideIndexBytes wide_index_bytes(const Problem& p, const Problem::WideIndexShape& w, DType t);
 
 // Runs the kernel once on an instance (fresh buffers) and returns what it left.
 // `poison_inout`: the inout tensors are poisoned, not filled, before the run.

@@ -81,6 +81,13 @@ class Activation final : public Problem {
   }
   // X as rows of N, bias element-wise, Y an output.
   std::vector<std::int64_t> structured_rows(const Sizes& s) const override { return {s.at("N"), 0, -1}; }
+  // index_width: X and Y at M = 2^16 + 1 rows of N = 2^15 (2^31 + 2^15 elements each; row 2^16
+  // starts at flat index 2^31, where a 32-bit i * N wraps), the last two rows live. A zero row
+  // of X gives f(bias) (f(0) = 0 without it) in every
+  // row of Y, so the rows before the live ones are known.
+  WideIndexShape wide_index_shape(const Sizes&) const override {
+    return {{{"M", (1 << 16) + 1}, {"N", 1 << 15}}, {{"M", 2}, {"N", 1 << 15}}};
+  }
 
   void condition_inputs(Instance& inst, std::uint64_t, int) const override {
     auto& x = inst.tensors[0];

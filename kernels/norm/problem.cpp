@@ -52,6 +52,13 @@ class RowNorm : public Problem {
     if (centered_) return {s.at("N"), 0, 0, -1};
     return {s.at("N"), 0, -1};
   }
+  // index_width: X and Y at M = 2^16 + 1 rows of N = 2^15 (2^31 + 2^15 elements each; row 2^16
+  // starts at flat index 2^31, where a 32-bit i * N wraps), the last two rows live. A zero row
+  // of X gives 0 (rmsnorm) or beta (layernorm) in every
+  // row of Y, so the rows before the live ones are known.
+  WideIndexShape wide_index_shape(const Sizes&) const override {
+    return {{{"M", (1 << 16) + 1}, {"N", 1 << 15}}, {{"M", 2}, {"N", 1 << 15}}};
+  }
 
   // Every third row is shifted by +1000: mean 1000, spread that of the distribution.
   void condition_inputs(Instance& inst, std::uint64_t, int) const override {

@@ -36,6 +36,13 @@ class Softmax final : public Problem {
   // X as rows of N (a zero or constant row is uniform, a one-hot row peaks once; near overflow
   // exp overflows without the max subtraction). No scalars.
   std::vector<std::int64_t> structured_rows(const Sizes& s) const override { return {s.at("N"), -1}; }
+  // index_width: X and Y at M = 2^16 + 1 rows of N = 2^15 (2^31 + 2^15 elements each; row 2^16
+  // starts at flat index 2^31, where a 32-bit i * N wraps), the last two rows live. A zero row
+  // of X gives 1/N in every
+  // row of Y, so the rows before the live ones are known.
+  WideIndexShape wide_index_shape(const Sizes&) const override {
+    return {{{"M", (1 << 16) + 1}, {"N", 1 << 15}}, {{"M", 2}, {"N", 1 << 15}}};
+  }
 
   // Every fourth row is shifted by +1000 and the one two further by -1000: exp(1000)
   // overflows fp32, exp(-1000) underflows, so a kernel that skips the max subtraction fails.

@@ -32,7 +32,9 @@ void InstanceOptions::add_to(CLI::App& app, bool problem_positional) {
   auto* iw = app.add_flag_callback("--index-width", [this] { index_width = 1; },
                                    "thorough verification also runs the index_width check (one input past 2^31 "
                                    "elements: 8 GiB of mostly unbacked address space for gemm fp32, seconds; the "
-                                   "default for `eval`, off for the library's kernels)");
+                                   "row-wise families also write an output past 2^31 elements, 8 GiB in fp32 "
+                                   "(4 in bf16) where available, else a folded proxy; the default for `eval`, "
+                                   "off for the library's kernels)");
   app.add_flag_callback("--no-index-width", [this] { index_width = 0; },
                         "thorough verification without the index_width check")->excludes(iw);
   app.add_flag("--json", json, "print one JSON document instead of a table");

@@ -354,9 +354,9 @@ void run_gates(const EvalRequest& req, Backend& backend, EvalResult& r,
     return runner.outputs();
   };
   if (backend.sparse_buffers())
-    vo.call_wide = [&](const Instance& live, const Sizes& wide, bool poison_inout) {
+    vo.call_wide = [&](const Instance& live, const Sizes& wide, bool poison_inout, bool fold) {
       runner.set_geometry(k.geometry(r.params, wide));
-      runner.load_wide(live, wide, poison_inout);
+      runner.load_wide(live, wide, poison_inout, fold);
       runner.launch();
       return runner.outputs();
     };

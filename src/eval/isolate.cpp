@@ -43,23 +43,21 @@ WorkerStderr split_progress(const std::string& err) {
   return w;
 }
 
-// The address space the index_width check maps on top of the limit (issue 24 allows raising
-// it for this check; the worker does so for that run alone): every tensor at the problem's wide
-// sizes, mostly never touched. 0 when the request does not run the check.
-long long wide_index_bytes(const EvalRequest& req) {
+// What the index_width check takes on top of the limits (issue 24 allows raising them for this
+// check; the worker does so for that run alone): address space for every tensor at the
+// problem's wide sizes, mostly never touched, and resident memory for what is written (an
+// elementwise output past 2^31 elements is written whole). Zeros when the request does not run it.
+WideIndexBytes wide_index_room(const EvalRequest& req) {
   // Problem files declare no wide shape (and are not loaded twice here).
   if (!req.verify.thorough || !req.verify.index_width || req.backend != "cpu" || !req.problem_file.empty())
-    return 0;
+    return {};
   try {
     const auto p = find_problem(req.problem);
     const auto w = p->wide_index_shape(req.sizes);
-    if (w.sizes.empty()) return 0;
-    long long bytes = 0;
-    for (std::size_t t = 0; t < p->tensors().size(); ++t)
-      bytes += p->tensor_elements(t, w.sizes) * static_cast<long long>(dtype_size(req.dtype));
-    return bytes;
+    if (w.sizes.empty()) return {};
+    return wide_index_bytes(*p, w, req.dtype);
   } catch (const std::exception&) {
-    return 0;  // the worker reports a bad problem
+    return {};  // the worker reports a bad problem
   }
 }
 
@@ -83,7 +81,8 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
   const long long memory = req.backend == "cuda" || limits.memory_bytes <= 0 ? 0 : limits.memory_bytes;
   // The index_width run's extra address space is the hard limit only: the worker raises its
   // own limit for that run and lowers it after (verify.cpp), so every other run keeps the limit.
-  const long long memory_hard = memory > 0 ? memory + wide_index_bytes(req) : 0;
+  const WideIndexBytes wide = wide_index_room(req);
+  const long long memory_hard = memory > 0 ? memory + static_cast<long long>(wide.address) : 0;
   // The same figure as resident memory, watched from here (resident_watch.hpp): the limit a kernel
   // cannot raise. It matters where the address-space limit can be raised: up to the hard limit,
   // which the sandbox lets the worker do for the address space alone (sandbox.cpp), and which
@@ -99,7 +98,11 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
   }
   std::vector<std::string> argv{worker_path()};
   if (!limits.sandbox) argv.emplace_back("--no-sandbox");
-  ResidentWatch resident{.limit_bytes = memory};
+  // The resident limit grows by what the wide run writes only where that is more than a few
+  // megabytes (an elementwise output past 2^31 elements: the live rows of gemm and reduce fit
+  // the ordinary limit); verify.cpp skips the run where the machine lacks the memory.
+  const long long wide_resident = wide.resident > double(64 << 20) ? static_cast<long long>(wide.resident) : 0;
+  ResidentWatch resident{.limit_bytes = memory > 0 ? memory + wide_resident : 0};
   const ProcessResult p = run_process(argv, sent.to_json().dump(),
                                       {.timeout_s = limits.timeout_s, .memory_bytes = memory,
                                        .memory_hard_bytes = memory_hard}, resident);

@@ -57,7 +57,42 @@ void KernelRunner::fill(const Instance& inst, bool poison_inout, bool same_buffe
   bind_args(inst.sizes, inst.scalars);
 }
 
-void KernelRunner::load_wide(const Instance& live, const Sizes& wide, bool poison_inout) {
+namespace {
+
+// Eight windows of `len` elements in a sampled output's first `prefix` elements: the first, the
+// last (just before the live rows) and six drawn from the live inputs' bits (a new set for every
+// seed, and a kernel cannot know them before it runs).
+std::vector<std::pair<std::size_t, std::size_t>> sample_windows(std::size_t prefix, std::size_t len,
+                                                                const Instance& live) {
+  std::vector<std::pair<std::size_t, std::size_t>> w;
+  if (prefix == 0) return w;
+  len = std::min(len, prefix);
+  std::uint64_t h = 0x6a09e667f3bcc908ull;
+  for (const auto& t : live.tensors)
+    for (std::size_t i = 0; i < std::min<std::size_t>(t.size(), 8); ++i) {
+      std::uint64_t b;
+      std::memcpy(&b, &t[i], 8);
+      h = (h ^ b) * 0x9e3779b97f4a7c15ull;
+      h ^= h >> 31;
+    }
+  std::vector<std::size_t> starts{0, prefix - len};
+  for (int k = 0; k < 6; ++k) {
+    h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ull + 0x9e3779b97f4a7c15ull;
+    starts.push_back(static_cast<std::size_t>(h % (prefix - len + 1)));
+  }
+  std::sort(starts.begin(), starts.end());
+  for (std::size_t s : starts) {  // overlapping windows merged: every element read once
+    if (!w.empty() && s <= w.back().first + w.back().second)
+      w.back().second = std::max(w.back().second, s + len - w.back().first);
+    else
+      w.emplace_back(s, len);
+  }
+  return w;
+}
+
+}  // namespace
+
+void KernelRunner::load_wide(const Instance& live, const Sizes& wide, bool poison_inout, bool fold) {
   dtype_ = live.dtype;
   const auto specs = problem_.tensors();
   const std::size_t esize = dtype_size(live.dtype);
@@ -71,7 +106,9 @@ void KernelRunner::load_wide(const Instance& live, const Sizes& wide, bool poiso
     const bool poison = specs[t].role == Role::out || specs[t].role == Role::scratch ||
                         (specs[t].role == Role::inout && poison_inout);
     const bool mapped = specs[t].role == Role::in && x.elements > n_live;
-    x.zero_prefix = mapped ? x.elements - n_live : 0;
+    const bool sampled = poison && x.elements > n_live && x.elements * esize >= kWideSampledOutputBytes;
+    x.zero_prefix = mapped || sampled ? x.elements - n_live : 0;
+    if (sampled && !fold) x.samples = sample_windows(x.zero_prefix, std::max<std::size_t>(n_live, 1), live);
     const std::size_t bytes = x.elements * esize, shown = (x.elements - x.zero_prefix) * esize;
     x.image.assign(shown + 2 * kGuardBytes, 0);  // outputs are small: written whole, zeros first
     fill_guard(live.dtype, x.image.data(), kGuardBytes);
@@ -80,9 +117,27 @@ void KernelRunner::load_wide(const Instance& live, const Sizes& wide, bool poiso
     if (poison) fill_poison(live.dtype, body, shown);
     else encode(live.dtype, live.tensors[t], body + shown - n_live * esize);
     x.buffer = backend_.alloc(bytes + 2 * kGuardBytes);  // may throw std::bad_alloc: the check is skipped
-    if (mapped) {
+    if (sampled && fold) {
+      // The period: whole live parts (whole rows, so every folded row's elements sit in their
+      // own columns), about 16 MiB, in whole pages.
+      const std::size_t part = std::max<std::size_t>(n_live * esize, 1);
+      const std::size_t period = part * std::max<std::size_t>(1, (std::size_t{16} << 20) / part);
+      x.folded = period % 4096 == 0 && backend_.fold_region(*x.buffer, kGuardBytes, x.zero_prefix * esize, period);
+      if (!x.folded)
+        throw std::domain_error(fmt::format("the {} backend cannot fold {} (its live part is {} bytes, not whole "
+                                             "pages)", backend_.name(), x.spec.name, part));
+    }
+    if (mapped || sampled) {
       backend_.write_region(*x.buffer, 0, x.image.data(), kGuardBytes);
       backend_.write_region(*x.buffer, kGuardBytes + x.zero_prefix * esize, body, shown + kGuardBytes);
+      if (sampled) {  // the windows poisoned like the live rows; the rest is the kernel's to write
+        std::vector<unsigned char> poison_bytes;
+        for (const auto& [first, count] : x.samples) {
+          poison_bytes.resize(count * esize);
+          fill_poison(live.dtype, poison_bytes.data(), poison_bytes.size());
+          backend_.write_region(*x.buffer, kGuardBytes + first * esize, poison_bytes.data(), poison_bytes.size());
+        }
+      }
     } else {
       backend_.write(*x.buffer, x.image.data(), x.image.size());
     }
@@ -104,8 +159,11 @@ void KernelRunner::bind_args(const Sizes& sizes, const Scalars& scalars) {
 }
 
 void KernelRunner::restore_outputs() {
-  for (auto& x : tensors_)
-    if (is_written(x.spec.role)) backend_.write(*x.buffer, x.image.data(), x.image.size());
+  for (auto& x : tensors_) {
+    if (!is_written(x.spec.role)) continue;
+    if (x.zero_prefix > 0) throw std::logic_error("KernelRunner::restore_outputs: a sampled output is run once");
+    backend_.write(*x.buffer, x.image.data(), x.image.size());
+  }
 }
 
 void KernelRunner::restore_scratch() {
@@ -182,26 +240,63 @@ KernelOutput KernelRunner::outputs() {
     if (x.spec.role == Role::scratch) continue;  // its guards only: what it holds is the kernel's
     // Threads take whole blocks of 64 elements: a vector<bool> packs 64 flags in one word, and
     // two threads must never write the same word.
-    std::vector<bool> poisoned(x.elements);
+    const std::size_t shown = x.elements - x.zero_prefix;  // the live part (all of it unless sampled)
+    std::vector<bool> poisoned(shown);
     const unsigned char* first = now.data() + kGuardBytes;
-    parallel_for(static_cast<std::int64_t>((x.elements + 63) / 64), [&](std::int64_t b, std::int64_t e) {
-      const std::size_t stop = std::min(x.elements, static_cast<std::size_t>(e) * 64);
+    parallel_for(static_cast<std::int64_t>((shown + 63) / 64), [&](std::int64_t b, std::int64_t e) {
+      const std::size_t stop = std::min(shown, static_cast<std::size_t>(e) * 64);
       for (std::size_t i = static_cast<std::size_t>(b) * 64; i < stop; ++i)
         poisoned[i] = is_untouched(dtype_, first + i * esize);
     }, 1 << 10);
-    std::vector<double> v(x.elements);
+    std::vector<double> v(x.elements - x.zero_prefix);
     decode(dtype_, first, v);
     // Where each written NaN came from (a NaN result is rare: this pass costs one compare each).
     KernelOutput::NaNTrace trace;
-    for (std::size_t i = 0; i < x.elements; ++i) {
+    for (std::size_t i = 0; i < shown; ++i) {
       if (!std::isnan(v[i]) || poisoned[i]) continue;
       const NaNOrigin o = nan_origin(dtype_, first + i * esize);
-      if (o == NaNOrigin::poison && trace.from_poison++ == 0) trace.first_from_poison = static_cast<std::int64_t>(i);
-      if (o == NaNOrigin::guard && trace.from_guard++ == 0) trace.first_from_guard = static_cast<std::int64_t>(i);
+      const auto at = static_cast<std::int64_t>(x.zero_prefix + i);
+      if (o == NaNOrigin::poison && trace.from_poison++ == 0) trace.first_from_poison = at;
+      if (o == NaNOrigin::guard && trace.from_guard++ == 0) trace.first_from_guard = at;
+    }
+    std::vector<std::int64_t> where;
+    if (!x.samples.empty()) {  // the windows first, then the live part: in element order
+      std::vector<double> all;
+      std::vector<bool> all_poisoned;
+      std::vector<unsigned char> bytes;
+      for (const auto& [at, count] : x.samples) {
+        bytes.resize(count * esize);
+        backend_.read_region(*x.buffer, kGuardBytes + at * esize, bytes.data(), bytes.size());
+        std::vector<double> w(count);
+        decode(dtype_, bytes.data(), w);
+        for (std::size_t i = 0; i < count; ++i) {
+          const unsigned char* e = bytes.data() + i * esize;
+          const bool untouched = is_untouched(dtype_, e);
+          if (std::isnan(w[i]) && !untouched) {
+            const NaNOrigin o = nan_origin(dtype_, e);
+            const auto f = static_cast<std::int64_t>(at + i);
+            if (o == NaNOrigin::poison && trace.from_poison++ == 0) trace.first_from_poison = f;
+            if (o == NaNOrigin::guard && trace.from_guard++ == 0) trace.first_from_guard = f;
+          }
+          all.push_back(w[i]);
+          all_poisoned.push_back(untouched);
+          where.push_back(static_cast<std::int64_t>(at + i));
+        }
+      }
+      for (std::size_t i = 0; i < shown; ++i) where.push_back(static_cast<std::int64_t>(x.zero_prefix + i));
+      all.insert(all.end(), v.begin(), v.end());
+      all_poisoned.insert(all_poisoned.end(), poisoned.begin(), poisoned.end());
+      v = std::move(all);
+      poisoned = std::move(all_poisoned);
+    } else if (x.folded) {
+      for (std::size_t i = 0; i < shown; ++i) where.push_back(static_cast<std::int64_t>(x.zero_prefix + i));
+    } else if (x.zero_prefix > 0) {
+      throw std::logic_error("KernelRunner::outputs: an output with a prefix that is not read back");
     }
     out.nan_traces.push_back(trace);
     out.tensors.push_back(std::move(v));
     out.unwritten.push_back(std::move(poisoned));
+    out.flat_index.push_back(std::move(where));
   }
   return out;
 }

@@ -26,8 +26,14 @@ class KernelRunner {
   // The index_width check's instance (Problem::wide_index_shape): `live`'s tensors, each one
   // that is larger at the `wide` sizes preceded by zeros. An input that grew is mapped, not
   // filled: only its guard bands and its live rows are written, the rest stays on the zero page
-  // (Backend::sparse_buffers). Launches then use the wide sizes.
-  void load_wide(const Instance& live, const Sizes& wide, bool poison_inout);
+  // (Backend::sparse_buffers). An output that grew past kWideSampledOutputBytes is allocated
+  // whole (the kernel writes it) but poisoned and read back only in its live rows and eight
+  // windows of the rows before them (samples). Launches then use the wide sizes.
+  // `fold` (the index_width proxy): such an output's rows before its live ones are folded onto
+  // a few MiB (Backend::fold_region), so it takes address space only, and only its live rows
+  // come back (no samples: a folded row holds whichever row was written last); throws
+  // std::domain_error where the backend cannot fold.
+  void load_wide(const Instance& live, const Sizes& wide, bool poison_inout, bool fold = false);
   // Puts every out/inout/scratch tensor back as load() left it, so a repeated run starts from
   // the same state (a scratch tensor poisoned again: nothing carried from run to run) and a run
   // that writes nothing leaves the poison for the verifier to find.
@@ -57,6 +63,11 @@ class KernelRunner {
     // Elements before the live part that were never written (load_wide's mapped input); the
     // image then holds the guard, the live part and the guard only.
     std::size_t zero_prefix = 0;
+    // A sampled output (load_wide: an output past kWideSampledOutputBytes): zero_prefix is the
+    // part before its live rows that the kernel writes but the image does not hold; these windows
+    // of it (first element, count) are poisoned before the run and read back after it.
+    std::vector<std::pair<std::size_t, std::size_t>> samples;
+    bool folded = false;  // the same, folded (load_wide's `fold`): no samples, the live rows only
     TensorSpec spec;
   };
   void fill(const Instance& inst, bool poison_inout, bool same_buffers);

@@ -169,7 +169,7 @@ Comparison compare(const Problem& p, const Instance& inst, const KernelOutput& g
         }
         if (!bad) continue;
         ++s.bad;
-        if (s.first_bad.index < 0) s.first_bad = {names[t], static_cast<std::int64_t>(i), g, r, bound};
+        if (s.first_bad.index < 0) s.first_bad = {names[t], got.flat(t, i), g, r, bound};
       }
       std::lock_guard lock(parts_mutex);
       parts.push_back(std::move(s));

@@ -2,6 +2,7 @@
 // disk by content hash), blocks launched on a thread pool, timed on the steady clock.
 #include <dlfcn.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -56,6 +58,25 @@ struct CpuBuffer final : Buffer {
   ~CpuBuffer() override {
     if (map_) munmap(map_, mapped_);
     else std::free(data);
+  }
+  // Backend::fold_region: one shared anonymous block of `period` bytes, mapped again over every
+  // period-long piece of [offset, offset + bytes) with mremap (old size 0 duplicates a shared
+  // mapping; memfd_create is refused by the worker's sandbox, mremap is not).
+  bool fold(std::size_t offset, std::size_t bytes, std::size_t period) {
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    unsigned char* at = data + offset;
+    if (!map_ || period == 0 || period % page || reinterpret_cast<std::uintptr_t>(at) % page ||
+        at + bytes > map_ + mapped_)
+      return false;
+    void* block = mmap(nullptr, period, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (block == MAP_FAILED) return false;
+    bool ok = true;
+    for (std::size_t done = 0; ok && done < bytes; done += period) {
+      const std::size_t len = std::min(period, bytes - done);
+      ok = mremap(block, 0, len, MREMAP_MAYMOVE | MREMAP_FIXED, at + done) != MAP_FAILED;
+    }
+    munmap(block, period);  // the folded range keeps the pages
+    return ok;
   }
   unsigned char* data = nullptr;
 
@@ -148,6 +169,9 @@ class CpuBackend final : public Backend {
   bool can_run() const override { return true; }
 
   std::unique_ptr<Buffer> alloc(std::size_t bytes) override { return std::make_unique<CpuBuffer>(bytes); }
+  bool fold_region(Buffer& b, std::size_t offset, std::size_t bytes, std::size_t period) override {
+    return static_cast<CpuBuffer&>(b).fold(offset, bytes, period);
+  }
   void write(Buffer& dst, const void* src, std::size_t n) override {
     std::memcpy(static_cast<CpuBuffer&>(dst).data, src, n);
   }
