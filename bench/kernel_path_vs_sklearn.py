@@ -11,14 +11,37 @@ then score the same folds:
           not the same optimum, so both accuracies are reported.
   logreg: LogisticRegression(C = 1 / (n_train * lambda)) on the explicit kernel (the columns of
           K(x, train) as features; its penalty is |w|^2, kforge's alpha^T K alpha).
+With --peers sklearn,torchkm, torchkm (PyTorch; its own pathwise solver: one eigendecomposition
+of the whole n x n kernel matrix, the full-data path over the lambdas, and per lambda a batched
+CV refit warm-started from the full-data fit, the held-out rows' labels set to 0) runs too, on
+the CPU, through its low-level classes cvksvm / cvklogit (the ones its TorchKMSVC / TorchKMLogit
+estimators wrap; used directly to read their iteration counts and convergence flags):
+  kernel: torchkm.functions.rbf_kernel(x, sigma) is exp(-2 sigma |x-z|^2), so sigma = gamma/2
+          (checked against scikit-learn's rbf_kernel before timing);
+  lambda: torchkm minimizes (1/n) sum L + ulam alpha^T K alpha with n ALL rows even in its CV
+          refits (held-out rows contribute 0 to the sum), so a fold's fit equals kforge's
+          (1/n_train) sum L + (lambda/2) alpha^T K alpha at ulam = lambda n_train / (2 n): the
+          same C = 1/(n_train lambda) that SVC gets;
+  folds:  kforge's fold_of_row (+1: torchkm counts folds from 1);
+  svm:    torchkm solves the hinge itself, through a continuation of smoothed hinges (corner
+          width 2 delta, delta = 1, 1/8, ... up to 8 stages) stopped by a KKT test on the hinge;
+          kforge's is the Huberized hinge (delta 0.5): accuracies compare, objectives do not;
+  logreg: the same loss log(1 + e^-t) and the same penalty alpha^T K alpha on both.
+torchkm's time: its kernel matrix plus fit() (eigendecomposition, full-data path, CV path) plus
+scoring the out-of-fold decisions it returns. Its path budget --torchkm-max-iter bounds the SUM of
+iterations over the whole path (its maxit; the default 1000 stops a 20-lambda path early).
 The sides run in turn (interleaved) for --rounds rounds; each side's time is its wall time
 (kforge: the whole process; sklearn: the kernel matrix once plus every fit and prediction). The
-table gives medians with min..max over rounds and the per-round ratio sklearn/kforge.
-Threads: both sides get --threads through OPENBLAS_NUM_THREADS / OMP_NUM_THREADS.
+table gives medians with min..max over rounds and the per-round ratio peer/kforge.
+Threads: every side gets --threads through OPENBLAS_NUM_THREADS / OMP_NUM_THREADS (torch also
+through torch.set_num_threads).
 
   python3 bench/kernel_path_vs_sklearn.py --kforge build/kforge --sizes 500,1000,2000 --rounds 3
+  python3 bench/kernel_path_vs_sklearn.py --kforge build/kforge --sizes 500,1000 --peers sklearn,torchkm
 """
 import argparse
+import contextlib
+import io
 import json
 import os
 import statistics
@@ -26,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_venv  # noqa: E402
@@ -81,6 +105,60 @@ def run_sklearn(model, x, y, gamma, lambdas, fold):
     return time.perf_counter() - t, acc
 
 
+def torchkm_setup(threads):
+    """Imports torch once, outside every timing, pinned to `threads` threads."""
+    import torch
+    torch.set_num_threads(threads)
+    import torchkm
+    return torchkm.__version__
+
+
+def check_torchkm_kernel(x, gamma):
+    """torchkm's rbf_kernel(x, sigma) is exp(-2 sigma |x - z|^2): sigma = gamma / 2 must give
+    scikit-learn's exp(-gamma |x - z|^2), or the comparison is not on the same kernel."""
+    import numpy as np
+    import torch
+    from sklearn.metrics.pairwise import rbf_kernel
+    from torchkm.functions import rbf_kernel as tk_rbf
+    k = tk_rbf(torch.as_tensor(x, dtype=torch.double), gamma / 2).numpy()
+    err = float(np.abs(k - rbf_kernel(x, x, gamma=gamma)).max())
+    if err > 1e-12:
+        sys.exit(f"torchkm's rbf kernel differs from exp(-gamma |x-z|^2) by {err}: the sigma mapping is wrong")
+
+
+def run_torchkm(model, x, y, gamma, lambdas, fold, max_iter):
+    """torchkm's own path + CV (cvksvm / cvklogit) on the CPU; accuracy per lambda (mean over folds)
+    from its out-of-fold decisions, and its iteration counts and convergence flags."""
+    import numpy as np
+    import torch
+    from torchkm.cvklogit import cvklogit
+    from torchkm.cvksvm import cvksvm
+    from torchkm.functions import rbf_kernel as tk_rbf
+    folds = sorted(set(fold.tolist()))
+    n = len(y)
+    t = time.perf_counter()
+    k = tk_rbf(torch.as_tensor(x, dtype=torch.double), gamma / 2)
+    # Per fold n_train = n - |fold|; folds differ by at most one row, the mean is used.
+    n_train = n - n / len(folds)
+    ulam = torch.tensor([lam * n_train / (2.0 * n) for lam in lambdas], dtype=torch.double)
+    common = dict(Kmat=k, y=torch.as_tensor(y, dtype=torch.double), nlam=len(lambdas), ulam=ulam,
+                  foldid=torch.as_tensor(fold + 1), nfolds=len(folds), eps=1e-5, maxit=max_iter,
+                  gamma=1e-8, device="cpu")  # gamma: the eigenvalue shift TorchKMSVC passes
+    m = cvksvm(is_exact=0, **common) if model == "svm" else cvklogit(**common)
+    with contextlib.redirect_stdout(io.StringIO()) as chatter, warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        m.fit()
+    pred = m.pred.numpy()
+    label = np.where(pred > 0, 1, -1)
+    acc = [statistics.mean(float((label[fold == f, l] == y[fold == f]).mean()) for f in folds)
+           for l in range(len(lambdas))]
+    elapsed = time.perf_counter() - t
+    info = {"path_iterations": int(m.npass.sum()), "cv_iterations": int(m.cvnpass.sum()),
+            "lambdas_converged": int(m.converged.sum()), "jerr": int(m.jerr),
+            "warnings": [str(w.message) for w in warned], "stdout": chatter.getvalue().strip()}
+    return elapsed, acc, info
+
+
 def spread(v):
     return f"{statistics.median(v):.3g} ({min(v):.3g}..{max(v):.3g})"
 
@@ -96,14 +174,27 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--peers", default="sklearn", help="comma list: sklearn, torchkm")
+    ap.add_argument("--torchkm-max-iter", type=int, default=100000,
+                    help="torchkm's maxit: a budget on the iterations summed over the whole path")
     ap.add_argument("--json", help="also write the raw figures here")
     args = ap.parse_args()
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(args.threads)
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+    peers = args.peers.split(",")
+    for p in peers:
+        if p not in ("sklearn", "torchkm"):
+            ap.error(f"--peers: unknown peer '{p}' (use sklearn, torchkm or both, comma-separated)")
+    if "torchkm" in peers:
+        bench_venv.ensure("torchkm", "torchkm")  # pulls torch and scikit-learn
     bench_venv.ensure("sklearn", "scikit-learn")
     import numpy as np
     import sklearn
+    versions = f"scikit-learn {sklearn.__version__}"
+    if "torchkm" in peers:
+        import torch
+        versions += f", torchkm {torchkm_setup(args.threads)} (torch {torch.__version__}, cpu, {torch.get_num_threads()} thread(s))"
 
     lambdas = log_grid(args.lambdas)
     rows, raw = [], []
@@ -114,34 +205,57 @@ def main():
         csv = os.path.join(tmp, f"data{n}.csv")
         np.savetxt(csv, np.c_[x, y], delimiter=",", fmt="%.17g")
         x = np.loadtxt(csv, delimiter=",")[:, :-1]  # both sides see the same rounded numbers
+        if "torchkm" in peers:
+            check_torchkm_kernel(x, gamma)
         for model in args.models.split(","):
-            t_kf, t_sk, ratio = [], [], []
+            t = {side: [] for side in ["kforge"] + peers}
+            ratio = {p: [] for p in peers}
+            acc, info = {}, {}
             for _ in range(args.rounds):
                 tk, doc = run_kforge(args, model, csv, gamma)
+                t["kforge"].append(tk)
                 fold = np.array(doc["fold_of_row"])
-                ts, acc_sk = run_sklearn(model, x, y, gamma, lambdas, fold)
-                t_kf.append(tk)
-                t_sk.append(ts)
-                ratio.append(ts / tk)
-            acc_kf = [p["accuracy_mean"] for p in doc["path"]]
-            best_kf, best_sk = int(np.argmax(acc_kf)), int(np.argmax(acc_sk))
-            row = {"n": n, "model": model, "kforge_s": t_kf, "sklearn_s": t_sk, "ratio": ratio,
-                   "kforge_best": [lambdas[best_kf], acc_kf[best_kf]], "sklearn_best": [lambdas[best_sk], acc_sk[best_sk]],
-                   "kforge_acc": acc_kf, "sklearn_acc": acc_sk, "kforge_seconds": doc["seconds"],
-                   "max_abs_acc_diff": max(abs(a - b) for a, b in zip(acc_kf, acc_sk))}
+                for p in peers:
+                    if p == "sklearn":
+                        tp, acc[p] = run_sklearn(model, x, y, gamma, lambdas, fold)
+                    else:
+                        tp, acc[p], info[p] = run_torchkm(model, x, y, gamma, lambdas, fold, args.torchkm_max_iter)
+                    t[p].append(tp)
+                    ratio[p].append(tp / tk)
+            acc["kforge"] = [p["accuracy_mean"] for p in doc["path"]]
+            best = {side: int(np.argmax(acc[side])) for side in ["kforge"] + peers}  # ties: the larger lambda
+            row = {"n": n, "model": model, "seconds": t, "ratio": ratio, "acc": acc, "peer_info": info,
+                   "best": {side: [lambdas[b], acc[side][b]] for side, b in best.items()},
+                   "kforge_seconds": doc["seconds"],
+                   "max_abs_acc_diff": {p: max(abs(a - b) for a, b in zip(acc["kforge"], acc[p])) for p in peers}}
             raw.append(row)
             rows.append(row)
-            print(f"n={n} {model}: kforge {spread(t_kf)} s, sklearn {spread(t_sk)} s, ratio {spread(ratio)}x; "
-                  f"best CV accuracy kforge {acc_kf[best_kf]:.4f} (lambda {lambdas[best_kf]:.3g}), "
-                  f"sklearn {acc_sk[best_sk]:.4f} (lambda {lambdas[best_sk]:.3g})", flush=True)
+            line = f"n={n} {model}: kforge {spread(t['kforge'])} s"
+            for p in peers:
+                line += f", {p} {spread(t[p])} s ({spread(ratio[p])}x)"
+            line += "; best CV accuracy " + ", ".join(
+                f"{side} {acc[side][b]:.4f} (lambda {lambdas[b]:.3g})" for side, b in best.items())
+            if "torchkm" in info:
+                ti = info["torchkm"]
+                line += (f"; torchkm iterations path {ti['path_iterations']} cv {ti['cv_iterations']}, "
+                         f"converged {ti['lambdas_converged']}/{len(lambdas)}, jerr {ti['jerr']}, "
+                         f"{len(ti['warnings'])} warning(s)")
+            print(line, flush=True)
     print(f"\n{args.data}, {len(lambdas)} lambdas {args.lambdas}, {args.folds} folds, {args.rounds} rounds, "
-          f"{args.threads} thread(s), scikit-learn {sklearn.__version__}; CPU timings, wall seconds")
-    print("| n | model | kforge path (s) | sklearn refits (s) | ratio sklearn/kforge | best CV acc kforge | best CV acc sklearn |")
-    print("|---|---|---|---|---|---|---|")
+          f"{args.threads} thread(s), {versions}; CPU timings, wall seconds")
+    head = "| n | model | kforge path (s) |"
+    for p in peers:
+        head += f" {p}{' refits' if p == 'sklearn' else ''} (s) | ratio {p}/kforge |"
+    head += " best CV acc kforge |" + "".join(f" best CV acc {p} |" for p in peers)
+    print(head)
+    print("|" + "---|" * (3 + 2 * len(peers) + 1 + len(peers)))
     for r in rows:
-        print(f"| {r['n']} | {r['model']} | {spread(r['kforge_s'])} | {spread(r['sklearn_s'])} | "
-              f"{spread(r['ratio'])}x | {r['kforge_best'][1]:.4f} (lambda {r['kforge_best'][0]:.3g}) | "
-              f"{r['sklearn_best'][1]:.4f} (lambda {r['sklearn_best'][0]:.3g}) |")
+        line = f"| {r['n']} | {r['model']} | {spread(r['seconds']['kforge'])} |"
+        for p in peers:
+            line += f" {spread(r['seconds'][p])} | {spread(r['ratio'][p])}x |"
+        for side in ["kforge"] + peers:
+            line += f" {r['best'][side][1]:.4f} (lambda {r['best'][side][0]:.3g}) |"
+        print(line)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(raw, f, indent=1)
