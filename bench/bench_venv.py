@@ -19,3 +19,20 @@ def ensure(module, requirement):
     if subprocess.run([py, "-c", f"import {module}"], capture_output=True).returncode != 0:
         subprocess.check_call([py, "-m", "pip", "install", "-q", requirement])
     os.execv(py, [py] + sys.argv)
+
+
+def install_here(name):
+    """pip-installs `name` into the running interpreter (bench/.venv's, after ensure) unless it
+    imports already: ensure re-executes the script once, so a second peer must be installed from
+    inside. A source package whose setup.py imports numpy (iisignature) needs the venv's numpy:
+    second try without build isolation. Returns whether `name` imports now."""
+    if subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True).returncode == 0:
+        return True
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    r = subprocess.run(pip + [name], capture_output=True, text=True)
+    if r.returncode != 0:
+        subprocess.run(pip + ["setuptools", "wheel", "numpy"], capture_output=True)
+        r = subprocess.run(pip + ["--no-build-isolation", name], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"# {name}: pip install failed: {r.stderr[-300:].strip()}")
+    return r.returncode == 0

@@ -55,7 +55,8 @@ def main():
     ap.add_argument("--baseline", help="another build directory whose kforge runs beside (a before/after row)")
     args = ap.parse_args()
     bench_venv.ensure("pysiglib", "pysiglib")
-    bench_venv.ensure("iisignature", "iisignature")
+    if not bench_venv.install_here("iisignature"):
+        raise SystemExit("iisignature could not be installed into bench/.venv")
     import iisignature
     import numpy as np
     import pysiglib

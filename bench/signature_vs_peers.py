@@ -21,7 +21,6 @@ import argparse
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -53,22 +52,6 @@ def signature_ref(np, x, level):
             e.append(np.multiply.outer(e[-1], delta) / k)
         s = [sum(np.multiply.outer(s[j], e[k - j]) for j in range(k + 1)) for k in range(level + 1)]
     return np.concatenate([v.ravel() for v in s[1:]])
-
-
-def install(name):
-    """pip-installs `name` into this (bench/.venv's) interpreter unless it imports already. A source
-    package whose setup.py imports numpy (iisignature) needs the venv's numpy: second try without
-    build isolation."""
-    if subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True).returncode == 0:
-        return
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    r = subprocess.run(pip + [name], capture_output=True, text=True)
-    if r.returncode != 0:
-        subprocess.run(pip + ["setuptools", "wheel"], capture_output=True)
-        r = subprocess.run(pip + ["--no-build-isolation", name], capture_output=True, text=True)
-    if r.returncode != 0:
-        print(f"# {name}: pip install failed: {r.stderr[-300:].strip()}")
-
 
 
 def load_peers(wanted):
@@ -137,7 +120,7 @@ def main():
     bench_venv.ensure("numpy", "numpy")
     import numpy as np
     for name in args.peers.split(","):  # each into bench/.venv; one that fails to install is skipped
-        install(name)
+        bench_venv.install_here(name)
     peers = load_peers(args.peers.split(","))
     print(f"# CPU timings, {args.threads} threads for kforge and pysiglib (iisignature and esig: one); "
           f"{args.rounds} rounds x {args.reps} reps; load average {os.getloadavg()[0]:.2f} at start")
