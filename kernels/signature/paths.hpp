@@ -32,6 +32,30 @@ inline void check_int_abi(const std::string& what, double n) {
                      " must fit in a 32-bit int (the kernel ABI)");
 }
 
+// The checks every signature-kernel problem (sigkernel, sigkernel_grad, sigkernel_gram_grad)
+// makes of its sizes: all at least 1 (DYADIC at least 0), both paths at least 2 points, DYADIC
+// at most kMaxDyadic; and, where the gradient stores the fine grid per pair, at most
+// `max_grid_nodes` nodes (0: no such limit).
+template <class Sizes>
+void check_pde_sizes(const Sizes& s, double max_grid_nodes = 0) {
+  for (const auto& [k, v] : s)
+    if (v < (k == "DYADIC" ? 0 : 1))
+      throw UsageError("size " + k + "=" + std::to_string(v) + " must be at least " + (k == "DYADIC" ? "0" : "1"));
+  for (const char* l : {"L1", "L2"})
+    if (s.at(l) < 2)
+      throw UsageError(std::string("size ") + l + "=" + std::to_string(s.at(l)) +
+                       " must be at least 2 (a path of one point has no increment)");
+  if (s.at("DYADIC") > kMaxDyadic)
+    throw UsageError("size DYADIC=" + std::to_string(s.at("DYADIC")) + " must be in [0, 4] (each increment split in 2^DYADIC)");
+  if (max_grid_nodes <= 0) return;
+  const double r = std::ldexp(1.0, static_cast<int>(s.at("DYADIC")));
+  const double grid = ((s.at("L1") - 1) * r + 1) * ((s.at("L2") - 1) * r + 1);
+  if (grid > max_grid_nodes)
+    throw UsageError("sizes L1, L2, DYADIC give a grid of " + std::to_string(static_cast<long long>(grid)) +
+                     " nodes per pair; the gradient stores it, at most " +
+                     std::to_string(static_cast<long long>(max_grid_nodes)) + ": lower L1, L2 or DYADIC");
+}
+
 // Each path (L points of D channels at `x`) scaled by a power of two (exact) so that its total
 // variation sum_t |Δ_t|_1 is at most `tv`: the signature's level k is at most tv^k / k! and the
 // signature kernel at most exp(tv_x tv_y), so fp32 neither overflows nor loses everything to

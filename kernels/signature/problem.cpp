@@ -171,13 +171,7 @@ class SigKernel final : public Problem {
     return s.at("B1") * s.at("B2");
   }
   void check_sizes(const Sizes& s) const override {
-    for (const auto& [k, v] : s)
-      if (v < (k == "DYADIC" ? 0 : 1))
-        throw UsageError("size " + k + "=" + std::to_string(v) + " must be at least " + (k == "DYADIC" ? "0" : "1"));
-    for (const char* l : {"L1", "L2"})
-      if (s.at(l) < 2) throw UsageError(std::string("size ") + l + "=" + std::to_string(s.at(l)) + " must be at least 2 (a path of one point has no increment)");
-    if (s.at("DYADIC") > kMaxDyadic)
-      throw UsageError("size DYADIC=" + std::to_string(s.at("DYADIC")) + " must be in [0, 4] (each increment split in 2^DYADIC)");
+    check_pde_sizes(s);
     check_int_abi("B1*L1*D", static_cast<double>(s.at("B1")) * s.at("L1") * s.at("D"));
     check_int_abi("B2*L2*D", static_cast<double>(s.at("B2")) * s.at("L2") * s.at("D"));
     check_int_abi("B1*B2", static_cast<double>(s.at("B1")) * s.at("B2"));

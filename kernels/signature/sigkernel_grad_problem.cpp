@@ -61,18 +61,7 @@ class SigKernelGrad final : public Problem {
     return s.at("B") * (t == 0 || t == 3 ? s.at("L1") : s.at("L2")) * s.at("D");
   }
   void check_sizes(const Sizes& s) const override {
-    for (const auto& [k, v] : s)
-      if (v < (k == "DYADIC" ? 0 : 1))
-        throw UsageError("size " + k + "=" + std::to_string(v) + " must be at least " + (k == "DYADIC" ? "0" : "1"));
-    for (const char* l : {"L1", "L2"})
-      if (s.at(l) < 2) throw UsageError(std::string("size ") + l + "=" + std::to_string(s.at(l)) + " must be at least 2 (a path of one point has no increment)");
-    if (s.at("DYADIC") > kMaxDyadic)
-      throw UsageError("size DYADIC=" + std::to_string(s.at("DYADIC")) + " must be in [0, 4] (each increment split in 2^DYADIC)");
-    const double r = std::ldexp(1.0, static_cast<int>(s.at("DYADIC")));
-    const double grid = ((s.at("L1") - 1) * r + 1) * ((s.at("L2") - 1) * r + 1);
-    if (grid > kMaxGridNodes)
-      throw UsageError("sizes L1, L2, DYADIC give a grid of " + std::to_string(static_cast<long long>(grid)) +
-                       " nodes per pair; the gradient stores it, at most 2^20: lower L1, L2 or DYADIC");
+    check_pde_sizes(s, kMaxGridNodes);
     check_int_abi("B*L1*D", static_cast<double>(s.at("B")) * s.at("L1") * s.at("D"));
     check_int_abi("B*L2*D", static_cast<double>(s.at("B")) * s.at("L2") * s.at("D"));
     check_int_abi("B*(grid+coarse grid+rows) (the workspace W)", static_cast<double>(s.at("B")) * workspace_per_pair(s));
