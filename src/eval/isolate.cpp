@@ -48,8 +48,11 @@ WorkerStderr split_progress(const std::string& err) {
 // problem's wide sizes, mostly never touched, and resident memory for what is written (an
 // elementwise output past 2^31 elements is written whole). Zeros when the request does not run it.
 WideIndexBytes wide_index_room(const EvalRequest& req) {
-  // Problem files declare no wide shape (and are not loaded twice here).
-  if (!req.verify.thorough || !req.verify.index_width || req.backend != "cpu" || !req.problem_file.empty())
+  // Problem files declare no wide shape (and are not loaded twice here). The cpu backend runs
+  // the check, and opencl on a device in the host's memory (PoCL); on an OpenCL GPU the worker
+  // skips it, the room unused. CUDA never runs it.
+  if (!req.verify.thorough || !req.verify.index_width || (req.backend != "cpu" && req.backend != "opencl") ||
+      !req.problem_file.empty())
     return {};
   try {
     const auto p = find_problem(req.problem);

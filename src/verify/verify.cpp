@@ -485,7 +485,8 @@ class Protocol {
     const std::string resident_gib = fmt::format("{:.1f} GiB", resident / (1 << 30));
     if (!o_.call_wide)
       return skip_index_width("needs " + gib + " of address space on pages that are never backed, which this "
-                              "backend cannot map (the cpu backend can)");
+                              "backend cannot map (the cpu backend can, and opencl on a device that works in the host's memory, "
+                              "such as PoCL)");
     if (o_.supports && !o_.supports(w.sizes))
       return skip_index_width("the kernel's constraints do not claim " + sizes_text(w.sizes));
     // Where an output past 2^31 elements does not fit in the memory available (or the proxy is
@@ -521,7 +522,9 @@ class Protocol {
       return skip_index_width(proxy + "; its proxy cannot run: " + e.what());
     } catch (const std::bad_alloc&) {
       return skip_index_width("needs " + gib + " of address space (" + resident_gib + " of it resident), which "
-                              "this process could not map (raise the memory limit, or verify with --no-index-width)");
+                              "this process could not map (raise the memory limit; on opencl a tensor may pass the "
+                              "device's largest buffer (PoCL: 8 GiB), which fp16 or bf16 halves; or verify with "
+                              "--no-index-width)");
     }
     // The reference (after the run, as always): the live rows', and the rows a zero input row
     // gives (the live instance with every growing tensor zeroed), repeated before them.

@@ -11,6 +11,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -113,6 +114,54 @@ TEST(OpenClBackend, ZeroByteBufferIsUsable) {
   EXPECT_EQ(buf->bytes(), 0u);
   b->write(*buf, nullptr, 0);
   b->read(*buf, nullptr, 0);
+}
+
+// A device in the host's memory (PoCL) lends its largest buffers from a mapping of ours, as the
+// index_width check needs: 4 GiB whose untouched bytes read as zero and take no memory, written
+// and read in part, a kernel's write at its far end seen by the host, and a range folded onto
+// one page-sized block.
+constexpr const char* kTouchLast = R"(
+__kernel void touch_last(__global float* x, int last) { x[last] = 7.0f; }
+)";
+
+long resident_kib() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  long kib = -1;
+  char line[256];
+  while (f && std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
+  if (f) std::fclose(f);
+  return kib;
+}
+
+TEST(OpenClBackend, AHostMemoryDeviceLendsSparseBuffers) {
+  SKIP_WITHOUT_DEVICE(b);
+  if (!b->sparse_buffers()) GTEST_SKIP() << "the device has memory of its own: " << b->device();
+  const std::size_t n = std::size_t{1} << 30;  // floats: 4 GiB
+  const long before = resident_kib();
+  auto buf = b->alloc(n * sizeof(float));
+  const float tail[2] = {1.5f, -2.5f};
+  b->write_region(*buf, (n - 4) * sizeof(float), tail, sizeof tail);
+  float head[4] = {9, 9, 9, 9}, back[2] = {0, 0};
+  b->read_region(*buf, 0, head, sizeof head);
+  b->read_region(*buf, (n - 4) * sizeof(float), back, sizeof back);
+  for (float v : head) EXPECT_EQ(v, 0.0f);
+  EXPECT_EQ(back[0], 1.5f);
+  EXPECT_EQ(back[1], -2.5f);
+  auto m = b->compile(kTouchLast, "touch_last", {});
+  const Arg args[] = {Arg::buf(*buf), Arg::i(static_cast<std::int32_t>(n - 1))};
+  (void)b->run(*m, {{1, 1, 1}, {1, 1, 1}}, args);
+  float last = 0;
+  b->read_region(*buf, (n - 1) * sizeof(float), &last, sizeof last);
+  EXPECT_EQ(last, 7.0f);
+  EXPECT_LT(resident_kib() - before, 256 * 1024) << "the untouched 4 GiB should take no memory";
+  // Folded: every 64 KiB piece of the first 1 MiB is one block, so a write shows in all.
+  ASSERT_TRUE(b->fold_region(*buf, 0, 1 << 20, 1 << 16));
+  const float one = 3.0f;
+  b->write_region(*buf, 4, &one, sizeof one);
+  float seen = 0;
+  b->read_region(*buf, (1 << 19) + 4, &seen, sizeof seen);
+  EXPECT_EQ(seen, 3.0f);
 }
 
 // Stores each float of x in the dtype's storage, once one element at a time (kf_store) and once

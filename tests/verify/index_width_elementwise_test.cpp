@@ -7,6 +7,7 @@
 // (tests/data/relu_64bit_index.cpp) and the library's kernel. A few seconds each.
 #include <gtest/gtest.h>
 
+#include "kforge/backend.hpp"
 #include "kforge/problem.hpp"
 #include "kforge/verify.hpp"
 #include "test_util.hpp"
@@ -92,6 +93,24 @@ TEST(IndexWidthElementwise, TheLibraryKernelPassesTheRealCheckWhereMemoryAllows)
   EXPECT_EQ(d.rfind("passed at", 0), 0u) << d;
   EXPECT_TRUE(d.find("sampled windows") != std::string::npos || d.find("proxy") != std::string::npos) << d;
 }
+
+// OpenCL on a device in the host's memory (PoCL): the same wide run, buffers lent from our own
+// mappings (the opencl backend's sparse buffers). The proxy keeps it to seconds and 16 MiB: the
+// 32-bit twin in OpenCL C (tests/verify/wrong/activation_int32_flat_index.cl) is rejected, the
+// library's activation.cl passes.
+#ifdef KFORGE_WITH_OPENCL
+TEST(IndexWidthElementwise, OnAnOpenClDeviceInHostMemoryTheProxyRejectsA32BitIndexAndPassesTheLibrary) {
+  const auto b = make_backend("opencl");
+  if (!b->can_run() || !b->sparse_buffers()) GTEST_SKIP() << "no OpenCL device in the host's memory";
+  const std::string common = "KFORGE_INDEX_WIDTH_PROXY=1 '" + std::string(KFORGE_CLI_PATH) +
+                             "' eval --problem activation.relu --lang opencl --entry relu --size M=37,N=45 --dtype bf16 --json";
+  const std::string wrong = std::string(KFORGE_TEST_DATA) + "/../verify/wrong/activation_int32_flat_index.cl";
+  expect_rejected_by_index_width(test::run_command(common + " --source " + wrong + " --grid 'ceil_div(N,64),M' --block 64"));
+  const std::string lib = std::string(KFORGE_TEST_DATA) + "/../../kernels/activation/";
+  expect_passed_index_width(
+      test::run_command(common + " --source " + lib + "activation.cl --spec " + lib + "relu_opencl.json"), "proxy");
+}
+#endif
 
 }  // namespace
 }  // namespace kforge

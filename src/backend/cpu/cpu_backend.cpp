@@ -1,7 +1,6 @@
 // The cpu backend: C++ sources compiled by the system compiler into shared objects (cached on
 // disk by content hash), blocks launched on a thread pool, timed on the steady clock.
 #include <dlfcn.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,11 +10,13 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <thread>
 
+#include "backend/anonymous_mapping.hpp"
 #include "backend/cpu/fp_environment.hpp"
 #include "backend/kernel_includes.hpp"
 #include "backend/cpu/thread_pool.hpp"
@@ -38,51 +39,28 @@ using Entry = void (*)(const void* ctx, void* const* args);
 struct CpuBuffer final : Buffer {
   explicit CpuBuffer(std::size_t n) : Buffer(n) {
     // 64-byte aligned, padded to whole cache lines, never a null pointer. Large buffers are
-    // mapped on their own, on 2 MiB pages where the kernel allows it (transparent huge pages
-    // are often "madvise" only): streaming kernels then miss the TLB 512x less often, and the
-    // buffer never reuses heap memory that the allocator had already split into small pages.
-    constexpr std::size_t kHuge = std::size_t{2} << 20;
+    // mapped on their own (AnonymousMapping: 2 MiB pages where the kernel allows it, untouched
+    // pages free), so a buffer never reuses heap memory the allocator had split into small pages.
     const std::size_t bytes = ((n + 63) / 64 + 1) * 64;
-    if (bytes < 2 * kHuge) {
+    if (bytes < kMappedFrom) {
       data = static_cast<unsigned char*>(std::aligned_alloc(64, bytes));
       if (!data) throw std::bad_alloc();
       return;
     }
-    mapped_ = (bytes + kHuge - 1) / kHuge * kHuge + kHuge;  // room to align the start
-    void* m = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) throw std::bad_alloc();
-    map_ = static_cast<unsigned char*>(m);
-    data = map_ + (kHuge - reinterpret_cast<std::uintptr_t>(map_) % kHuge) % kHuge;
-    madvise(data, mapped_ - kHuge, MADV_HUGEPAGE);  // a hint only
+    map_ = std::make_unique<AnonymousMapping>(bytes);
+    data = map_->data();
   }
   ~CpuBuffer() override {
-    if (map_) munmap(map_, mapped_);
-    else std::free(data);
+    if (!map_) std::free(data);
   }
-  // Backend::fold_region: one shared anonymous block of `period` bytes, mapped again over every
-  // period-long piece of [offset, offset + bytes) with mremap (old size 0 duplicates a shared
-  // mapping; memfd_create is refused by the worker's sandbox, mremap is not).
   bool fold(std::size_t offset, std::size_t bytes, std::size_t period) {
-    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    unsigned char* at = data + offset;
-    if (!map_ || period == 0 || period % page || reinterpret_cast<std::uintptr_t>(at) % page ||
-        at + bytes > map_ + mapped_)
-      return false;
-    void* block = mmap(nullptr, period, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (block == MAP_FAILED) return false;
-    bool ok = true;
-    for (std::size_t done = 0; ok && done < bytes; done += period) {
-      const std::size_t len = std::min(period, bytes - done);
-      ok = mremap(block, 0, len, MREMAP_MAYMOVE | MREMAP_FIXED, at + done) != MAP_FAILED;
-    }
-    munmap(block, period);  // the folded range keeps the pages
-    return ok;
+    return map_ && map_->fold(offset, bytes, period);
   }
+  static constexpr std::size_t kMappedFrom = std::size_t{4} << 20;
   unsigned char* data = nullptr;
 
  private:
-  unsigned char* map_ = nullptr;  // the mapping of a large buffer (data lies inside it)
-  std::size_t mapped_ = 0;
+  std::unique_ptr<AnonymousMapping> map_;  // a large buffer's own mapping (data lies in it)
 };
 
 struct CpuModule final : Module {

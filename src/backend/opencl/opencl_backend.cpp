@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <utility>
 
+#include "backend/anonymous_mapping.hpp"
 #include "backend/opencl/cl_errors.hpp"
 #include "backend/with_prelude.hpp"
 #include "kforge/backend.hpp"
@@ -145,22 +148,36 @@ struct Device {
   std::size_t max_wg = 0;
   std::vector<std::size_t> max_item;
   cl_ulong local_mem = 0;
+  // The device works in the host's memory (PoCL; integrated GPUs): its largest buffers are then
+  // made over an AnonymousMapping of ours (CL_MEM_USE_HOST_PTR), untouched pages free and zero,
+  // which is what the index_width check needs (Backend::sparse_buffers).
+  bool host_memory = false;
   ~Device() {
     if (queue.get()) clFinish(queue.get());
   }
 };
 
 struct ClBuffer final : Buffer {
+  // Buffers from this size on live in a mapping of ours where the device shares the host's
+  // memory: only the index_width check's wide tensors (4 GiB and more) come near it, so every
+  // ordinary buffer is the driver's own.
+  static constexpr std::size_t kHostMappedFrom = std::size_t{1} << 30;
   ClBuffer(std::shared_ptr<Device> d, std::size_t n) : Buffer(n), dev(std::move(d)) {
     cl_int rc = CL_SUCCESS;
-    mem = MemH(clCreateBuffer(dev->context.get(), CL_MEM_READ_WRITE, std::max<std::size_t>(n, 1),
-                              nullptr, &rc));
+    cl_mem_flags flags = CL_MEM_READ_WRITE;
+    if (dev->host_memory && n >= kHostMappedFrom) {
+      host = std::make_unique<AnonymousMapping>(n);  // std::bad_alloc where it cannot be mapped
+      flags |= CL_MEM_USE_HOST_PTR;
+    }
+    mem = MemH(clCreateBuffer(dev->context.get(), flags, std::max<std::size_t>(n, 1),
+                              host ? host->data() : nullptr, &rc));
     if (rc == CL_MEM_OBJECT_ALLOCATION_FAILURE || rc == CL_OUT_OF_HOST_MEMORY ||
         rc == CL_INVALID_BUFFER_SIZE)
       throw std::bad_alloc();
     check(rc, "clCreateBuffer");
   }
   std::shared_ptr<Device> dev;
+  std::unique_ptr<AnonymousMapping> host;  // declared before mem: released after it
   MemH mem;
 };
 
@@ -228,6 +245,7 @@ class OpenClBackend final : public Backend {
                             d->max_item.data(), nullptr),
             "clGetDeviceInfo");
       d->local_mem = device_value<cl_ulong>(c.device, CL_DEVICE_LOCAL_MEM_SIZE);
+      d->host_memory = device_value<cl_bool>(c.device, CL_DEVICE_HOST_UNIFIED_MEMORY) == CL_TRUE;
     } catch (const LaunchError& e) {
       why_not_ = d->name + " is unusable: " + e.what();
       return;
@@ -260,6 +278,30 @@ class OpenClBackend final : public Backend {
     check(clEnqueueReadBuffer(b.dev->queue.get(), b.mem.get(), CL_TRUE, 0, n, dst, 0, nullptr,
                               nullptr),
           "clEnqueueReadBuffer");
+  }
+
+  // Backend::sparse_buffers: on a device in the host's memory, whose buffers of 1 GiB and more
+  // are our own mappings (ClBuffer); a GPU with memory of its own has no zero page to lend.
+  bool sparse_buffers() const override { return dev_ && dev_->host_memory; }
+  void write_region(Buffer& dst, std::size_t offset, const void* src, std::size_t n) override {
+    auto& b = static_cast<ClBuffer&>(dst);
+    if (offset + n > b.bytes()) throw std::logic_error("opencl backend: write_region past the buffer's end");
+    if (n == 0) return;
+    check(clEnqueueWriteBuffer(b.dev->queue.get(), b.mem.get(), CL_TRUE, offset, n, src, 0, nullptr, nullptr),
+          "clEnqueueWriteBuffer");
+  }
+  void read_region(const Buffer& src, std::size_t offset, void* dst, std::size_t n) override {
+    const auto& b = static_cast<const ClBuffer&>(src);
+    if (offset + n > b.bytes()) throw std::logic_error("opencl backend: read_region past the buffer's end");
+    if (n == 0) return;
+    check(clEnqueueReadBuffer(b.dev->queue.get(), b.mem.get(), CL_TRUE, offset, n, dst, 0, nullptr, nullptr),
+          "clEnqueueReadBuffer");
+  }
+  // The driver works in our mapping (CL_MEM_USE_HOST_PTR on a device in the host's memory), so
+  // folding the mapping folds what the kernel writes.
+  bool fold_region(Buffer& buf, std::size_t offset, std::size_t bytes, std::size_t period) override {
+    auto& b = static_cast<ClBuffer&>(buf);
+    return b.host && b.host->fold(offset, bytes, period);
   }
 
   std::shared_ptr<Module> compile(const std::string& kernel_source, const std::string& entry,
