@@ -71,6 +71,7 @@ struct SolverOptions {
   // Per lambda; 0 takes the solver's default: 20000 MM steps, or max(10^7, 100 n) SMO steps (pair
   // updates, libsvm's cap).
   int max_iter = 0;
+  bool shrinking = true;  // SMO: rows stuck at a bound leave the scans until the active rows converge
   bool accelerate = true;  // Nesterov momentum on the MM steps, restarted when the objective rises
   // Eigenvalues below rank_tol * the largest are taken as 0: the solver iterates only on the r
   // others (O(n r) per step instead of O(n^2)); the fitted values move by at most

@@ -15,9 +15,13 @@
 // 2005). Each step reads two columns of K and the vectors: O(n), no kernel evaluation, since the
 // fold's Gram block is already in memory (computed once for all rows, cut per fold).
 //
+// Shrinking: rows that sit at a bound and cannot be part of a violating pair leave the scans
+// (checked every 100 steps); all come back, with v recomputed, before the stop is judged.
+//
 // Warm start (alpha seeding): a from lambda's solution times C_new / C_old is feasible at the
 // smaller lambda (C grows), keeps y^T a = 0 and keeps the rows at the bound at the bound, which
-// most of them stay at on noisy data; v is then recomputed once from K, O(n * #SV).
+// most of them stay at on noisy data; v = y - K alpha scales with it in O(n). v is recomputed
+// from K (O(n * #SV)) once at the end of each lambda that took steps: rounding drift, shrinking.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -63,7 +67,9 @@ std::vector<Fit> fit_path_smo(const Eigen::MatrixXd& k, const Eigen::VectorXd& y
         const double a = std::abs(alpha[t]);
         alpha[t] = a == c_prev ? std::copysign(c, alpha[t]) : std::clamp(alpha[t] * ratio, -c, c);
       }
-      recompute_v(k, y, alpha, v);
+      // K alpha scales with alpha, so v = y - K alpha follows in O(n) (the snapped bounds differ
+      // from the scaled values by a rounding); the previous lambda ended with v exact from K.
+      v = y - ratio * (y - v);
     }
     c_prev = c;
     for (Eigen::Index t = 0; t < n; ++t) {
@@ -75,14 +81,17 @@ std::vector<Fit> fit_path_smo(const Eigen::MatrixXd& k, const Eigen::VectorXd& y
     const double* lop = lo.data();
     const double* hip = hi.data();
 
-    // The extremes of v over the rows that may move up (i's candidates) and down.
+    // The rows the steps scan: all, less those shrunk (below).
+    std::vector<Eigen::Index> active(static_cast<std::size_t>(n));
+    for (Eigen::Index t = 0; t < n; ++t) active[static_cast<std::size_t>(t)] = t;
+    // The extremes of v over the active rows that may move up (i's candidates) and down.
     double g_up = -INFINITY, g_down = INFINITY;
     Eigen::Index i = -1;
     auto scan = [&] {
       g_up = -INFINITY;
       g_down = INFINITY;
       i = -1;
-      for (Eigen::Index t = 0; t < n; ++t) {
+      for (const Eigen::Index t : active) {
         if (ap[t] < hip[t] && vp[t] > g_up) {
           g_up = vp[t];
           i = t;
@@ -90,20 +99,39 @@ std::vector<Fit> fit_path_smo(const Eigen::MatrixXd& k, const Eigen::VectorXd& y
         if (ap[t] > lop[t]) g_down = std::min(g_down, vp[t]);
       }
     };
+    // Shrinking: a row at a bound that no violating pair can use while the extremes stay where
+    // they are (at its lower bound, only moving up, with v_t below every down-row's v; or the
+    // mirror) leaves the scans. Its v goes stale; when the active rows meet tol, v is
+    // recomputed for all from K and every row comes back, so the stop is judged on all rows.
+    // Every 100 steps (libsvm's interval is 1000, but warm-started fits here take a few hundred).
+    const long shrink_every = std::min<long>(static_cast<long>(n), 100);
+    auto shrink = [&] {
+      std::size_t kept = 0;
+      for (const Eigen::Index t : active) {
+        const bool gone = (ap[t] == lop[t] && vp[t] < g_down) || (ap[t] == hip[t] && vp[t] > g_up);
+        if (!gone) active[kept++] = t;
+      }
+      active.resize(kept);
+    };
     scan();
     Fit fit;
     fit.lambda = lambda;
-    long it = 0;
+    long it = 0, next_shrink = shrink_every, it_start = 0;
     bool stuck = false;  // no j found: only a NaN in K gets here
     for (;;) {
+      it_start = it;
       for (; it < max_iter && i >= 0 && g_up - g_down > tol; ++it) {
+        if (o.shrinking && it >= next_shrink) {
+          shrink();
+          next_shrink = it + shrink_every;
+        }
         // j: among the rows that may move down with v_j < v_i, the largest dual decrease
         // (v_i - v_j)^2 / (2 q_ij), q_ij = K_ii + K_jj - 2 K_ij.
         const double* ki = kp + i * n;
         const double kii = kd[i];
         Eigen::Index j = -1;
         double best = -1;
-        for (Eigen::Index t = 0; t < n; ++t) {
+        for (const Eigen::Index t : active) {
           if (!(ap[t] > lop[t]) || !(vp[t] < g_up)) continue;
           const double b = g_up - vp[t];
           double q = kii + kd[t] - 2 * ki[t];
@@ -129,11 +157,11 @@ std::vector<Fit> fit_path_smo(const Eigen::MatrixXd& k, const Eigen::VectorXd& y
         if (step >= room_j) step = room_j;
         ap[i] = step == room_i ? hip[i] : ap[i] + step;
         ap[j] = step == room_j ? lop[j] : ap[j] - step;
-        // v -= step (K_:i - K_:j), fused with the next scan for i and the extremes.
+        // v -= step (K_:i - K_:j) on the active rows, fused with the next scan.
         g_up = -INFINITY;
         g_down = INFINITY;
         i = -1;
-        for (Eigen::Index t = 0; t < n; ++t) {
+        for (const Eigen::Index t : active) {
           const double vt = vp[t] - step * (ki[t] - kj[t]);
           vp[t] = vt;
           if (ap[t] < hip[t] && vt > g_up) {
@@ -143,9 +171,13 @@ std::vector<Fit> fit_path_smo(const Eigen::MatrixXd& k, const Eigen::VectorXd& y
           if (ap[t] > lop[t]) g_down = std::min(g_down, vt);
         }
       }
-      // v drifts by rounding over many steps: recompute it from K to judge the stop and place b
-      // (and go on in the rare case that the exact gap is still above tol).
-      recompute_v(k, y, alpha, v);
+      // v drifts by rounding over many steps, and is stale on shrunk rows: recompute it from K
+      // for all rows to judge the stop and place b (and go on, all rows active, if the gap is
+      // still above tol).
+      if (it > it_start) recompute_v(k, y, alpha, v);  // no step: v is still the exact one
+      active.resize(static_cast<std::size_t>(n));
+      for (Eigen::Index t = 0; t < n; ++t) active[static_cast<std::size_t>(t)] = t;
+      next_shrink = it + shrink_every;
       scan();
       if (stuck || it >= max_iter || i < 0 || g_up - g_down <= tol) break;
     }

@@ -170,6 +170,23 @@ TEST_P(SmoCase, WarmPathEqualsColdFits) {
   EXPECT_LT(warm_steps, cold_steps);  // what the warm start is for
 }
 
+// Shrinking only changes which rows the steps scan: the same fits without it.
+TEST_P(SmoCase, ShrinkingKeepsTheFits) {
+  const Case c = GetParam();
+  const Dataset data = test::blobs(c.n, c.d, 0.5, 0.1, /*seed=*/static_cast<std::uint64_t>(c.n + 11));
+  const Eigen::MatrixXd k = kernel_of(c, data);
+  const std::vector<double> lambdas = parse_lambdas("1e-3:1:5");
+  SolverOptions o = tight();
+  const auto with = fit_path_smo(k, data.y, o, lambdas);
+  o.shrinking = false;
+  const auto without = fit_path_smo(k, data.y, o, lambdas);
+  for (std::size_t l = 0; l < lambdas.size(); ++l) {
+    ASSERT_TRUE(with[l].converged && without[l].converged) << "lambda " << lambdas[l];
+    EXPECT_LE(kkt_violation(k, data.y, lambdas[l], with[l].alpha, with[l].b), 1e-8) << "lambda " << lambdas[l];
+    EXPECT_NEAR(with[l].objective, without[l].objective, 1e-9 * without[l].objective) << "lambda " << lambdas[l];
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Data, SmoCase, ::testing::ValuesIn(kCases), [](const auto& info) {
   return std::string(kernel_kind_name(info.param.kind)) + "_n" + std::to_string(info.param.n);
 });
