@@ -137,7 +137,7 @@ void add_kmodel(CLI::App& app, int& code) {
   cmd->add_option("--folds", o->folds, "cross-validation folds (stratified)")->capture_default_str();
   cmd->add_option("--seed", o->seed, "seed of the fold assignment")->capture_default_str();
   cmd->add_option("--loss", o->loss, "svm: hinge (default; SMO) or huberized-hinge (the spectral path); logreg: logistic");
-  cmd->add_option("--delta", o->delta, "huberized-hinge: width of the hinge's rounded corner (0 < delta <= 1)")
+  auto* delta = cmd->add_option("--delta", o->delta, "huberized-hinge: width of the hinge's rounded corner (0 < delta <= 1)")
       ->capture_default_str();
   auto* tol = cmd->add_option("--tol", o->tol, "stop a fit at this KKT measure (default: hinge 1e-3, the gap m(a) - M(a); "
                                                "others 1e-4, the relative residual)");
@@ -151,7 +151,7 @@ void add_kmodel(CLI::App& app, int& code) {
   cmd->add_option("--save", o->save, "refit on every row at the chosen lambda and write the model (JSON)");
   cmd->add_option("--test", o->test, "refit on every row at the chosen lambda and score this held-out CSV file");
   cmd->add_flag("--json", o->json, "print JSON");
-  cmd->callback([o, &code, tol, max_iter] {
+  cmd->callback([o, &code, tol, max_iter, delta] {
     if (o->model == "predict") return predict(*o, code);
     if (!o->model_file.empty() || !o->out.empty())
       throw UsageError("--model and --out are for `kforge kmodel predict`; to write a fitted model use --save");
@@ -161,6 +161,10 @@ void add_kmodel(CLI::App& app, int& code) {
       throw UsageError(fmt::format("--rank-tol {}: needs 0 <= rank_tol < 1", o->rank_tol));
     if (max_iter->count() > 0 && o->max_iter < 1) throw UsageError("--max-iter: needs at least 1");
     kmodel::CvOptions cv;
+    cv.solver.loss = kmodel::loss_of_model(o->model, o->loss);
+    if (delta->count() > 0 && cv.solver.loss != kmodel::Loss::huber_hinge)
+      throw UsageError(fmt::format("--delta is the width of the Huberized hinge's corner: it needs --loss huberized-hinge "
+                                   "(the loss here is {})", kmodel::loss_name(cv.solver.loss)));
     cv.kernel.kind = kmodel::parse_kernel_kind(o->kernel);
     if (o->degree < 1 || o->degree > 32) throw UsageError(fmt::format("--degree {}: an integer 1..32", o->degree));
     if (!std::isfinite(o->coef0)) throw UsageError("--coef0: a finite number");
@@ -170,7 +174,6 @@ void add_kmodel(CLI::App& app, int& code) {
     cv.eigensolver = kmodel::parse_eigensolver(o->eigensolver);
     const kmodel::Dataset d = kmodel::read_csv(o->data);
     cv.kernel.gamma = parse_gamma(o->gamma, d.x);
-    cv.solver.loss = kmodel::loss_of_model(o->model, o->loss);
     cv.solver.delta = o->delta;
     cv.solver.tol = o->tol;
     cv.solver.max_iter = o->max_iter;

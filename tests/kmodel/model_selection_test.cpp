@@ -165,6 +165,7 @@ TEST(KernelModelCli, JsonPathAndExitTwoOnBadInput) {
       {"logreg --data " + good + " --loss hinge", "--loss hinge is not a loss of logreg"},
       {"svm --data " + good + " --loss squared", "--loss squared"},
       {"svm --data " + good + " --tol 0", "--tol 0"},
+      {"svm --data " + good + " --delta 0.3", "needs --loss huberized-hinge"},
       {"tree --data " + good, "tree"}};
   for (const auto& [args, why] : bad) {
     const auto e = kforge::test::kforge_cli("kmodel " + args);
