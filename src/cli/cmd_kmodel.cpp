@@ -5,6 +5,7 @@
 // predict` scores new rows with a model saved by `--save`.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <optional>
@@ -222,7 +223,11 @@ void add_kmodel(CLI::App& app, int& code) {
       if (cv.kernel.kind == kmodel::KernelFunction::Kind::poly) j["kernel"].update({{"degree", o->degree}, {"coef0", o->coef0}});
       const bool smo = cv.solver.loss == kmodel::Loss::hinge;
       j["solver"] = {{"loss", kmodel::loss_name(cv.solver.loss)}, {"method", smo ? "smo" : "spectral"},
-                     {"tol", o->tol > 0 ? o->tol : smo ? 1e-3 : 1e-4}, {"max_iter", o->max_iter}, {"warm", cv.warm}};
+                     {"tol", o->tol > 0 ? o->tol : smo ? 1e-3 : 1e-4},
+                     // the effective cap (SMO's default grows with the rows: this is for all of them)
+                     {"max_iter", o->max_iter > 0 ? static_cast<long>(o->max_iter)
+                                  : smo ? std::max(10'000'000L, 100L * static_cast<long>(d.x.rows())) : 20000L},
+                     {"warm", cv.warm}};
       if (!smo) j["solver"].update({{"rank_tol", o->rank_tol}, {"eigensolver", o->eigensolver}});
       if (cv.solver.loss == kmodel::Loss::huber_hinge) j["solver"]["delta"] = o->delta;
       j["folds"] = cv.folds;
