@@ -24,7 +24,7 @@ struct Opts {
   int folds = 5, max_iter = 0, degree = 3;  // max_iter, tol: 0 = the solver's default
   double coef0 = 1, delta = 0.5, tol = 0, rank_tol = 1e-12;
   std::uint64_t seed = 1;
-  bool json = false, cold = false;
+  bool json = false, cold = false, no_shrinking = false;
 };
 
 double parse_gamma(const std::string& s, const Eigen::MatrixXd& x) {
@@ -149,6 +149,7 @@ void add_kmodel(CLI::App& app, int& code) {
   cmd->add_option("--eigensolver", o->eigensolver, "lapack (OpenBLAS; top eigenpairs only) or eigen (Eigen's solver, all)")
       ->capture_default_str();
   cmd->add_flag("--cold", o->cold, "fit each lambda from zero instead of the previous lambda's solution");
+  cmd->add_flag("--no-shrinking", o->no_shrinking, "hinge: SMO scans every row at every step (same fits; for comparison)");
   cmd->add_option("--save", o->save, "refit on every row at the chosen lambda and write the model (JSON)");
   cmd->add_option("--test", o->test, "refit on every row at the chosen lambda and score this held-out CSV file");
   cmd->add_flag("--json", o->json, "print JSON");
@@ -182,6 +183,7 @@ void add_kmodel(CLI::App& app, int& code) {
     cv.folds = o->folds;
     cv.seed = o->seed;
     cv.warm = !o->cold;
+    cv.solver.shrinking = !o->no_shrinking;
     // A held-out file is read before the work, so that a bad one fails fast.
     std::optional<kmodel::Dataset> held_out;
     if (!o->test.empty()) {
@@ -228,6 +230,7 @@ void add_kmodel(CLI::App& app, int& code) {
                      {"max_iter", o->max_iter > 0 ? static_cast<long>(o->max_iter)
                                   : smo ? std::max(10'000'000L, 100L * static_cast<long>(d.x.rows())) : 20000L},
                      {"warm", cv.warm}};
+      if (smo) j["solver"]["shrinking"] = cv.solver.shrinking;
       if (!smo) j["solver"].update({{"rank_tol", o->rank_tol}, {"eigensolver", o->eigensolver}});
       if (cv.solver.loss == kmodel::Loss::huber_hinge) j["solver"]["delta"] = o->delta;
       j["folds"] = cv.folds;
