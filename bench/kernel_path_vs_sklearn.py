@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
-"""`kforge kmodel` (one eigendecomposition per fold, the whole lambda path) against scikit-learn
+"""`kforge kmodel` (the whole lambda path per fold: svm's hinge by warm-started SMO over the fold's
+block of one Gram matrix, logreg with one eigendecomposition per fold) against scikit-learn
 refitting from scratch for every lambda, on the same rows and the same folds. CPU timings.
 
 Per size n, one data set (make_moons with noise, or make_classification) and one gamma (sklearn's
 'scale', passed to both sides). kforge runs as a process (`kforge kmodel MODEL --json`: its CSV
 read, Gram matrix, eigendecompositions, paths and scoring) and prints each row's fold; the peers
 then score the same folds:
-  svm:    SVC(kernel='rbf', gamma, C = 1 / (n_train * lambda)), one fit per (lambda, fold);
-          kforge's loss is the Huberized hinge (delta 0.5), SVC's the hinge: same model family,
-          not the same optimum, so both accuracies are reported.
+  svm:    SVC(kernel='rbf', gamma, C = 1 / (n_train * lambda)), one fit per (lambda, fold), at
+          its default tol 1e-3 (libsvm's gap), kforge's svm default too: the same hinge-loss
+          model. To show it, the bench also fits fold 0 at kforge's chosen lambda on both sides
+          at tol 1e-3 and 1e-8 and prints max |f_kforge - f_sklearn| / max |f_sklearn| over the
+          held-out rows (kforge through --save and `kmodel predict`). --svm-loss
+          huberized-hinge times kforge's spectral path instead (then the models differ).
   logreg: LogisticRegression(C = 1 / (n_train * lambda)) on the explicit kernel (the columns of
           K(x, train) as features; its penalty is |w|^2, kforge's alpha^T K alpha).
 With --peers sklearn,torchkm, torchkm (PyTorch; its own pathwise solver: one eigendecomposition
@@ -25,7 +29,6 @@ estimators wrap; used directly to read their iteration counts and convergence fl
   folds:  kforge's fold_of_row (+1: torchkm counts folds from 1);
   svm:    torchkm solves the hinge itself, through a continuation of smoothed hinges (corner
           width 2 delta, delta = 1, 1/8, ... up to 8 stages) stopped by a KKT test on the hinge;
-          kforge's is the Huberized hinge (delta 0.5): accuracies compare, objectives do not;
   logreg: the same loss log(1 + e^-t) and the same penalty alpha^T K alpha on both.
 torchkm's time: its kernel matrix plus fit() (eigendecomposition, full-data path, CV path) plus
 scoring the out-of-fold decisions it returns. Its path budget --torchkm-max-iter bounds the SUM of
@@ -74,6 +77,8 @@ def make_data(kind, n, seed):
 def run_kforge(args, model, csv, gamma):
     cmd = [args.kforge, "kmodel", model, "--data", csv, "--gamma", repr(float(gamma)), "--lambdas", args.lambdas,
            "--folds", str(args.folds), "--json"]
+    if model == "svm":
+        cmd += ["--loss", args.svm_loss]
     t = time.perf_counter()
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return time.perf_counter() - t, json.loads(out)
@@ -103,6 +108,34 @@ def run_sklearn(model, x, y, gamma, lambdas, fold):
             per_fold.append(float((pred == y[te]).mean()))
         acc.append(statistics.mean(per_fold))
     return time.perf_counter() - t, acc
+
+
+def same_model_check(args, x, y, gamma, lam, fold, tmp):
+    """Fold 0 at one lambda, both sides: max |f_kforge - f_sklearn| / max |f_sklearn| on the held-out
+    rows, at tol 1e-3 (what the timed runs use) and 1e-8. kforge fits through `--test/--save`
+    with that one lambda (the refit on all of its --data rows: the fold's training rows) and
+    scores through `kmodel predict`."""
+    import numpy as np
+    from sklearn.svm import SVC
+    tr, te = fold != 0, fold == 0
+    train_csv, test_csv = os.path.join(tmp, "fold0_train.csv"), os.path.join(tmp, "fold0_test.csv")
+    np.savetxt(train_csv, np.c_[x[tr], y[tr]], delimiter=",", fmt="%.17g")
+    np.savetxt(test_csv, np.c_[x[te], y[te]], delimiter=",", fmt="%.17g")
+    out = {}
+    for tol in (1e-3, 1e-8):
+        model = os.path.join(tmp, "fold0_model.json")
+        subprocess.run([args.kforge, "kmodel", "svm", "--loss", "hinge", "--data", train_csv, "--gamma", repr(float(gamma)),
+                        "--lambdas", repr(lam), "--folds", "2", "--tol", repr(tol), "--save", model, "--json"],
+                       check=True, capture_output=True, text=True)
+        pred = json.loads(subprocess.run([args.kforge, "kmodel", "predict", "--model", model, "--data", test_csv, "--json"],
+                                         check=True, capture_output=True, text=True).stdout)
+        f_k = np.array([p["decision"] for p in pred["predictions"]])
+        svc = SVC(kernel="rbf", gamma=gamma, C=1.0 / (tr.sum() * lam), tol=tol).fit(x[tr], y[tr])
+        f_s = svc.decision_function(x[te])
+        out[tol] = {"rel_max_diff": float(np.abs(f_k - f_s).max() / np.abs(f_s).max()),
+                    "label_agreement": float((np.sign(f_k) == np.sign(f_s)).mean()),
+                    "support_vectors_sklearn": int(svc.support_.size)}
+    return out
 
 
 def torchkm_setup(threads):
@@ -177,6 +210,8 @@ def main():
     ap.add_argument("--peers", default="sklearn", help="comma list: sklearn, torchkm")
     ap.add_argument("--torchkm-max-iter", type=int, default=100000,
                     help="torchkm's maxit: a budget on the iterations summed over the whole path")
+    ap.add_argument("--svm-loss", default="hinge", choices=["hinge", "huberized-hinge"],
+                    help="kforge's svm loss: hinge (SMO, the same model as SVC) or huberized-hinge (spectral path)")
     ap.add_argument("--json", help="also write the raw figures here")
     args = ap.parse_args()
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -228,6 +263,8 @@ def main():
                    "best": {side: [lambdas[b], acc[side][b]] for side, b in best.items()},
                    "kforge_seconds": doc["seconds"],
                    "max_abs_acc_diff": {p: max(abs(a - b) for a, b in zip(acc["kforge"], acc[p])) for p in peers}}
+            if model == "svm" and "sklearn" in peers and args.svm_loss == "hinge":
+                row["same_model"] = same_model_check(args, x, y, gamma, lambdas[best["kforge"]], fold, tmp)
             raw.append(row)
             rows.append(row)
             line = f"n={n} {model}: kforge {spread(t['kforge'])} s"
@@ -240,6 +277,14 @@ def main():
                 line += (f"; torchkm iterations path {ti['path_iterations']} cv {ti['cv_iterations']}, "
                          f"converged {ti['lambdas_converged']}/{len(lambdas)}, jerr {ti['jerr']}, "
                          f"{len(ti['warnings'])} warning(s)")
+            ks = doc["seconds"]
+            line += (f"; kforge's own split (last round): gram {ks['gram']:.3f} s, eigen {ks['eigen']:.3f} s, "
+                     f"paths {ks['path']:.3f} s, scoring {ks.get('score', 0):.3f} s, "
+                     f"iterations {sum(p['iterations'] for p in doc['path'])}")
+            if "same_model" in row:
+                line += "; same model, fold 0 at lambda {:.3g}: ".format(lambdas[best["kforge"]]) + ", ".join(
+                    f"tol {tol:g}: max|f_kforge - f_sklearn|/max|f_sklearn| {v['rel_max_diff']:.2e}, "
+                    f"labels agree {v['label_agreement']:.4f}" for tol, v in row["same_model"].items())
             print(line, flush=True)
     print(f"\n{args.data}, {len(lambdas)} lambdas {args.lambdas}, {args.folds} folds, {args.rounds} rounds, "
           f"{args.threads} thread(s), {versions}; CPU timings, wall seconds")

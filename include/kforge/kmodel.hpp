@@ -1,11 +1,14 @@
 #pragma once
-// Kernel models over a regularization path (issue 21): kernel SVM (Huberized hinge) and kernel
-// logistic regression, fitted for every lambda of a grid and scored by k-fold cross-validation,
-// with ONE eigendecomposition of each training fold's kernel matrix reused across the path.
+// Kernel models over a regularization path (issue 21): kernel SVM and kernel logistic regression,
+// fitted for every lambda of a grid and scored by k-fold cross-validation. The SVM's hinge loss
+// is solved exactly by SMO on the dual over each fold's block of one Gram matrix, warm-started
+// along the path (fit_path_smo); the smooth losses (logistic, Huberized hinge) by
+// majorization-minimization with ONE eigendecomposition of each training fold's kernel matrix
+// reused across the path (fit_path).
 //
 // The model is f(x) = sum_j alpha_j k(x, x_j) + b, fitted by
 //   minimize over (alpha, b):  (1/n) sum_i L(y_i f(x_i)) + (lambda/2) alpha^T K alpha,
-// the intercept b unpenalized. Both losses have bounded curvature (L'' <= c: 1/delta for the
+// the intercept b unpenalized. The smooth losses have bounded curvature (L'' <= c: 1/delta for the
 // Huberized hinge, 1/4 for the logistic), so one quadratic majorizer with curvature c holds
 // everywhere; with K = U diag(s) U^T its linear system is diagonal in U's basis, so each
 // iteration is two n x n matrix-vector products, never a new factorization. docs/kernel-models.md
@@ -48,15 +51,27 @@ struct KernelFunction {
 // product, then the kernel's map elementwise (squared distances clamped at 0).
 [[nodiscard]] Eigen::MatrixXd gram(const KernelFunction& k, const Eigen::MatrixXd& a, const Eigen::MatrixXd& b);
 
-enum class Loss { huber_hinge, logistic };
-[[nodiscard]] Loss parse_loss(const std::string& s);  // "svm" or "logreg"
-[[nodiscard]] const char* loss_name(Loss l);
+// hinge max(0, 1 - t) (the SVM, by SMO); Huberized hinge (its corner rounded over delta, by the
+// spectral path: what torchkm and the kernel_svm problem solve); logistic (logreg).
+enum class Loss { hinge, huber_hinge, logistic };
+// "hinge", "huberized-hinge", "logistic"; throws UsageError naming --loss otherwise.
+[[nodiscard]] Loss parse_loss(const std::string& s);
+[[nodiscard]] const char* loss_name(Loss l);   // as parse_loss reads it
+[[nodiscard]] const char* model_name(Loss l);  // "svm" (either hinge) or "logreg"
+// The loss of `kforge kmodel MODEL [--loss LOSS]`: svm -> hinge (or huberized-hinge), logreg ->
+// logistic; an empty `loss` takes the model's default. Throws UsageError on a mismatch.
+[[nodiscard]] Loss loss_of_model(const std::string& model, const std::string& loss);
 
 struct SolverOptions {
   Loss loss = Loss::huber_hinge;
   double delta = 0.5;     // Huberized hinge: quadratic on (1 - delta, 1], curvature 1/delta
-  double tol = 1e-4;      // relative KKT residual to stop at (see kkt_residual)
-  int max_iter = 20000;   // per lambda
+  // 0 takes the solver's default: the spectral path's relative KKT residual 1e-4 (see
+  // kkt_residual); SMO's gap m(a) - M(a) 1e-3 (libsvm's and scikit-learn's SVC default).
+  double tol = 0;
+  // Per lambda; 0 takes the solver's default: 20000 MM steps, or max(10^7, 100 n) SMO steps (pair
+  // updates, libsvm's cap).
+  int max_iter = 0;
+  bool shrinking = true;  // SMO: rows stuck at a bound leave the scans until the active rows converge
   bool accelerate = true;  // Nesterov momentum on the MM steps, restarted when the objective rises
   // Eigenvalues below rank_tol * the largest are taken as 0: the solver iterates only on the r
   // others (O(n r) per step instead of O(n^2)); the fitted values move by at most
@@ -64,7 +79,8 @@ struct SolverOptions {
   double rank_tol = 1e-12;
 };
 
-// The loss of a margin t = y f, its derivative and its curvature bound.
+// The loss of a margin t = y f, its derivative (the hinge: the subgradient -1 below 1, else 0) and
+// its curvature bound (the hinge has none: curvature_bound throws std::logic_error).
 [[nodiscard]] double loss_value(Loss l, double delta, double t);
 [[nodiscard]] double loss_slope(Loss l, double delta, double t);
 [[nodiscard]] double curvature_bound(Loss l, double delta);
@@ -92,7 +108,8 @@ struct Fit {
   double kkt = 0;  // the relative KKT residual at the end
   int iterations = 0;
   bool converged = false;
-  int rank = 0;  // eigenpairs iterated on (see SolverOptions::rank_tol)
+  int rank = 0;  // eigenpairs iterated on (see SolverOptions::rank_tol); SMO: 0
+  int support_vectors = 0;  // rows with alpha_i != 0 (SMO; the smooth losses' alpha is dense)
 };
 
 // The objective and the relative KKT residual of (alpha, b) at lambda, from K directly: what the
@@ -100,15 +117,31 @@ struct Fit {
 //   max( |g + n lambda alpha|_2 / (|g|_2 + n lambda |alpha|_2),  |sum g| / |g|_1 )
 // with g_i = y_i L'(y_i f_i): zero exactly at the minimizer (stationarity in alpha's
 // representer form alpha = -g/(n lambda), and in b), scale-free.
+// For the hinge (not differentiable) it is SMO's measure instead, from K: the maximal KKT
+// violation m(a) - M(a) of a = y * alpha (0 when negative), +infinity when a leaves the box
+// [0, 1/(n lambda)] or y^T a != 0 (beyond rounding); b is not used.
 [[nodiscard]] double objective(const Eigen::MatrixXd& k, const Eigen::VectorXd& y, const SolverOptions& o,
                                double lambda, const Eigen::VectorXd& alpha, double b);
 [[nodiscard]] double kkt_residual(const Eigen::MatrixXd& k, const Eigen::VectorXd& y, const SolverOptions& o,
                                   double lambda, const Eigen::VectorXd& alpha, double b);
 
 // Fits every lambda in the order given (warm start from the previous one when `warm`; the path
-// runs best from large to small lambda). The spectrum is of the training kernel matrix.
+// runs best from large to small lambda). The spectrum is of the training kernel matrix. The
+// smooth losses only (throws std::invalid_argument for the hinge: fit_path_smo).
 [[nodiscard]] std::vector<Fit> fit_path(const Spectrum& sp, const Eigen::VectorXd& y, const SolverOptions& o,
                                         const std::vector<double>& lambdas, bool warm = true);
+
+// The hinge loss's path, exactly: per lambda the dual
+//   minimize (1/2) a^T Q a - 1^T a  over 0 <= a_i <= C,  y^T a = 0,   Q_ij = y_i y_j K_ij,
+// C = 1 / (n lambda) (scikit-learn's SVC at that C), solved by SMO with second-order working-set
+// selection over the precomputed (n, n) kernel matrix k. alpha_i = y_i a_i. With `warm`, each
+// lambda starts from the previous lambda's a scaled by C_new / C_old (still feasible; lambdas
+// from large to small). Stops when the maximal KKT violation m(a) - M(a) (Fit::kkt) <= tol. The
+// intercept b: the mean of y_i - (K alpha)_i over the free support vectors (0 < a_i < C), or
+// the midpoint of b's feasible interval when none is free. Fit::objective is the primal
+// (1/n) sum hinge + (lambda/2) alpha^T K alpha.
+[[nodiscard]] std::vector<Fit> fit_path_smo(const Eigen::MatrixXd& k, const Eigen::VectorXd& y, const SolverOptions& o,
+                                            const std::vector<double>& lambdas, bool warm = true);
 
 // "1e-4:1e1:20": 20 values log-spaced from 1e-4 to 1e1; or a comma list "0.1,0.01". Returned
 // from the largest to the smallest (the path's order). Throws UsageError on a bad grid.
@@ -134,6 +167,8 @@ struct LambdaScore {
   std::vector<double> accuracy;  // per fold
   double mean = 0, min = 0, max = 0;
   int iterations = 0;  // summed over folds
+  int support_vectors = 0;  // summed over folds (SMO)
+  double kkt = 0;  // the largest over the folds of Fit::kkt
   bool converged = true;  // every fold's fit converged
 };
 
@@ -141,14 +176,17 @@ struct CvResult {
   std::vector<LambdaScore> path;
   std::size_t best = 0;  // highest mean accuracy; ties go to the larger lambda (the simpler model)
   std::vector<int> fold;  // each row's test fold, so that a peer can score on the same splits
-  std::vector<int> rank;  // per fold: eigenpairs the solver iterated on
-  double seconds_gram = 0, seconds_eigen = 0, seconds_path = 0, seconds_total = 0;
+  std::vector<int> rank;  // per fold: eigenpairs the solver iterated on (the spectral path only)
+  // The kernel matrix; the folds' eigendecompositions (spectral path); the paths (SMO: with
+  // cutting each fold's block); scoring the held-out rows.
+  double seconds_gram = 0, seconds_eigen = 0, seconds_path = 0, seconds_score = 0, seconds_total = 0;
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
 [[nodiscard]] CvResult cross_validate(const Dataset& d, const CvOptions& o);
 
-// The model on every row at `lambda`: one more decomposition (of the whole kernel matrix), the
+// The model on every row at `lambda`: one more decomposition (of the whole kernel matrix; none
+// for the hinge), the
 // path of o.lambdas down to `lambda` warm-started as in cross-validation.
 [[nodiscard]] Fit fit_all(const Dataset& d, const CvOptions& o, double lambda);
 // f(x) = K(x, train) alpha + b for each row of x.

@@ -34,7 +34,8 @@ nlohmann::json SavedModel::to_json() const {
   for (Eigen::Index i = 0; i < x.rows(); ++i)
     for (Eigen::Index j = 0; j < x.cols(); ++j) rows[i][j] = x(i, j);
   return {{"format", kFormat},
-          {"model", loss_name(loss)},
+          {"model", model_name(loss)},
+          {"loss", loss_name(loss)},
           {"kernel", {{"kind", kernel_kind_name(kernel.kind)}, {"gamma", kernel.gamma}, {"degree", kernel.degree}, {"coef0", kernel.coef0}}},
           {"lambda", lambda},
           {"delta", delta},
@@ -56,7 +57,10 @@ SavedModel load_model(const std::string& path) {
     bad(path, fmt::format("format is not \"{}\"", kFormat));
   SavedModel m;
   try {
-    m.loss = parse_loss(j.value("model", ""));
+    // "loss" since the hinge became svm's default; a file without it is from before, when svm
+    // meant the Huberized hinge (the decision function is read the same way either way).
+    const std::string model = j.value("model", "");
+    m.loss = loss_of_model(model, j.contains("loss") ? j.value("loss", "") : model == "svm" ? "huberized-hinge" : "");
     m.kernel.kind = parse_kernel_kind(j.at("kernel").value("kind", ""));
   } catch (const std::exception& e) {
     bad(path, e.what());

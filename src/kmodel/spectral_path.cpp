@@ -15,6 +15,7 @@
 // representer form every minimizer has; so alpha is the full problem's, and predictions at new
 // points (K(new, train) alpha + b) see every direction.
 #include <cmath>
+#include <stdexcept>
 
 #include "kforge/kmodel.hpp"
 #include "kmodel/blas.hpp"
@@ -31,8 +32,11 @@ struct Point {
 
 std::vector<Fit> fit_path(const Spectrum& sp, const Eigen::VectorXd& y, const SolverOptions& o,
                           const std::vector<double>& lambdas, bool warm) {
+  if (o.loss == Loss::hinge) throw std::invalid_argument("fit_path: the hinge's path is fit_path_smo");
   const Eigen::Index n = y.size();
   const double nd = static_cast<double>(n), c = curvature_bound(o.loss, o.delta);
+  const double tol = o.tol > 0 ? o.tol : 1e-4;
+  const int max_iter = o.max_iter > 0 ? o.max_iter : 20000;
   const double s_max = sp.s.size() > 0 ? sp.s.maxCoeff() : 0;
   // Eigenvalues ascend: the kept ones are the last r (a partial spectrum's missing ones are 0).
   Eigen::Index r = 0;
@@ -72,7 +76,7 @@ std::vector<Fit> fit_path(const Spectrum& sp, const Eigen::VectorXd& y, const So
     Point yk = x;
     double t = 1, f_prev = objective_at(lambda, x);
     bool have_slopes = false;  // g, gh belong to x
-    for (int it = 0; it < o.max_iter; ++it) {
+    for (int it = 0; it < max_iter; ++it) {
       slopes_at(yk);
       // The relative KKT residual at yk (kkt_residual's, in U's basis; the null directions'
       // part is zero by the choice of alpha there).
@@ -82,7 +86,7 @@ std::vector<Fit> fit_path(const Spectrum& sp, const Eigen::VectorXd& y, const So
       fit.kkt = std::max(den > 0 ? (gh + nl * yk.beta).norm() / den : 0.0,
                          den_b > 0 ? std::abs(g.sum()) / den_b : 0.0);
       fit.iterations = it;
-      if (fit.kkt <= o.tol) {
+      if (fit.kkt <= tol) {
         fit.converged = true;
         x = yk;
         have_slopes = true;

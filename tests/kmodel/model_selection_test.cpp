@@ -141,6 +141,18 @@ TEST(KernelModelCli, JsonPathAndExitTwoOnBadInput) {
   EXPECT_EQ(m["alpha"].size(), 61u);
   EXPECT_EQ(m["x"].size(), 61u);
   EXPECT_EQ(m["lambda"], jr["best_lambda"]);
+  EXPECT_EQ(m["model"], "svm");
+  EXPECT_EQ(m["loss"], "hinge");  // svm's default: the hinge by SMO
+  EXPECT_EQ(jr["solver"]["method"], "smo");
+  // The Huberized hinge stays available by name, on the spectral path.
+  const auto huber = kforge::test::kforge_cli("kmodel svm --loss huberized-hinge --delta 0.3 --data " + good +
+                                              " --lambdas 1e-3:1e-1:3 --folds 3 --json");
+  ASSERT_EQ(huber.exit_code, 0) << huber.err;
+  const auto jh = kforge::test::parse_or_fail(huber);
+  EXPECT_EQ(jh["solver"]["loss"], "huberized-hinge");
+  EXPECT_EQ(jh["solver"]["delta"], 0.3);
+  EXPECT_EQ(jh["rank_per_fold"].size(), 3u);
+  EXPECT_GE(jh["best_accuracy"].get<double>(), 0.9);
   const std::pair<std::string, std::string> bad[] = {
       {"svm --data /nonexistent/x.csv", "cannot open"},
       {"svm --data " + good + " --test " + write_file("cli-3d", "1,2,3,1\n2,3,4,-1\n"), "3 features"},
@@ -149,6 +161,11 @@ TEST(KernelModelCli, JsonPathAndExitTwoOnBadInput) {
       {"svm --data " + good + " --kernel poly --degree 0", "--degree 0"},
       {"svm --data " + good + " --lambdas 1:2", "--lambdas"},
       {"svm --data " + good + " --folds 40", "--folds 40"},
+      {"svm --data " + good + " --loss logistic", "--loss logistic is not a loss of svm"},
+      {"logreg --data " + good + " --loss hinge", "--loss hinge is not a loss of logreg"},
+      {"svm --data " + good + " --loss squared", "--loss squared"},
+      {"svm --data " + good + " --tol 0", "--tol 0"},
+      {"svm --data " + good + " --delta 0.3", "needs --loss huberized-hinge"},
       {"tree --data " + good, "tree"}};
   for (const auto& [args, why] : bad) {
     const auto e = kforge::test::kforge_cli("kmodel " + args);

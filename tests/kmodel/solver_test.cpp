@@ -138,7 +138,7 @@ TEST_P(SolverVsNewton, WarmPathEqualsColdFits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Losses, SolverVsNewton, ::testing::Values(Loss::huber_hinge, Loss::logistic),
-                         [](const auto& info) { return std::string(loss_name(info.param)); });
+                         [](const auto& info) { return std::string(info.param == Loss::logistic ? "logistic" : "huberized_hinge"); });
 
 TEST(KernelModelLoss, SlopeIsTheDerivativeAndCurvatureIsBounded) {
   for (const Loss l : {Loss::huber_hinge, Loss::logistic}) {
