@@ -248,6 +248,23 @@ TEST(SparseCpu, SpmmTilesUnrollPrefetchAndPanelsPassEveryPattern) {
   expect_passes("spmm", *backend, {13, 17, 67, 2000, {{"UN", 2}}});  // fully dense, defaults but UN
 }
 
+// The 2-D tiles (KP > 0) at a K several B panels long: KP=32 KiB makes ranges of 128 rows of B
+// for an 8-vector tile (24 ranges at K = 3001; the 4-, 2-, 1-vector and float tails at N = 123
+// sum over the same ranges), 512 rows for a 2-vector tile with UN = 4 and the prefetch crossing
+// rows and ranges; KMIN=0 splits every block, KMIN=32 keeps these sparse blocks to one range (the
+// index conversion alone). Every pattern: empty rows, power-law rows, a dense row, rows whose
+// nonzeros all fall past the first range.
+TEST(SparseCpu, SpmmTwoDimensionalTilesPassEveryPattern) {
+  auto backend = make_backend("cpu");
+  every_pattern("spmm", *backend,
+                {37, 3001, 123, 5000, {{"BN", 256}, {"NV", 8}, {"VW", 8}, {"KP", 32}, {"KMIN", 0}, {"RBLOCKS", 5}}});
+  every_pattern("spmm", *backend,
+                {41, 2999, 45, 7000,
+                 {{"BN", 64}, {"NV", 2}, {"VW", 8}, {"UN", 4}, {"PD", 16}, {"KP", 32}, {"KMIN", 0}, {"RBLOCKS", 4}}});
+  every_pattern("spmm", *backend, {29, 3001, 67, 5000, {{"KP", 32}, {"KMIN", 32}, {"RBLOCKS", 2}}});
+  expect_passes("spmm", *backend, {13, 17, 67, 2000, {{"KP", 32}, {"KMIN", 0}}});  // fully dense, one range
+}
+
 TEST(SparseCpu, SddmmPassesEveryPatternAtOddShapes) {
   auto backend = make_backend("cpu");
   every_pattern("sddmm", *backend, {37, 53, 45, 400, {{"NV", 2}, {"VW", 8}, {"RBLOCKS", 5}}});
