@@ -25,8 +25,8 @@
 // of B (K x CW floats) does not fit L2 (K = 4096, CW = 64: 1 MiB against Zen 3's 512 KiB). K is
 // cut into ranges of KR rows of B (KR * CW * 4 bytes <= KP KiB). Once per block each nonzero's
 // column becomes an int offset col * N (so the conversion is done once, not once per tile), and
-// each row is cut where its columns cross a range (binary search; a row whose columns do not
-// ascend stays whole in the first range). Then per register tile, per K range, every row of the
+// each row is cut where its columns cross a range (binary search; on a row whose columns do not
+// ascend the cuts still partition it, only without the reuse). Then per register tile, per K range, every row of the
 // block adds its nonzeros of that range to its C tile (stored by the first range, loaded, added
 // and stored by the others): the KR x CW panel of B the block's rows gather from stays in L2 for
 // the whole range. Each element still sums its row's nonzeros in their stored order, so the
@@ -157,8 +157,8 @@ static inline void tile_ranges(const int* off, const float* val, const int* cut,
 // Rows [r0, r1) of C's columns [n0, n0 + nc) in nq K ranges of KR rows of B. Once per block: each
 // nonzero's column becomes an int offset col * N (scratch slot 0, the block's nonzeros in CSR
 // order; values are read in place), and each row is cut where its columns cross a range (binary
-// search; slot 1). A row whose columns do not ascend (the problem allows any order) keeps all
-// its nonzeros in the first range: correct, without the reuse.
+// search; slot 1). A row whose columns do not ascend (the problem allows any order) is still cut
+// into a partition of its nonzeros, each summed once: correct, only without the reuse.
 static void block_2d(const float* row_ptr, const float* col_idx, const float* values, const float* B, float* C,
                      int N, int r0, int r1, int n0, int nc, int KR, int nq) {
   const int R = r1 - r0, P0 = (int)row_ptr[r0], P = (int)row_ptr[r1] - P0;
@@ -168,19 +168,13 @@ static void block_2d(const float* row_ptr, const float* col_idx, const float* va
   const float* val = values;
   for (int i = 0; i < R; ++i) {
     const int p0 = (int)row_ptr[r0 + i], p1 = (int)row_ptr[r0 + i + 1];
-    int ascending = 1;
-    for (int p = p0; p < p1; ++p) {
-      off0[p - P0] = (int)col_idx[p] * N;
-      if (p > p0) ascending &= col_idx[p] > col_idx[p - 1];
-    }
+    for (int p = p0; p < p1; ++p) off0[p - P0] = (int)col_idx[p] * N;
     int* ci = cut + (long long)i * (nq + 1);
     ci[0] = p0;
-    for (int q = 1; q <= nq; ++q) {
-      if (!ascending || q == nq) {
-        ci[q] = p1;
-        continue;
-      }
-      // The first nonzero of the row at or past column q * KR, at or after the previous cut.
+    ci[nq] = p1;
+    for (int q = 1; q < nq; ++q) {
+      // The first nonzero of the row at or past column q * KR, searched from the previous cut:
+      // the cuts never decrease and end at p1, so they partition the row whatever its order.
       const float edge = (float)((long long)q * KR);
       int lo = ci[q - 1], hi = p1;
       while (lo < hi) {

@@ -265,6 +265,47 @@ TEST(SparseCpu, SpmmTwoDimensionalTilesPassEveryPattern) {
   expect_passes("spmm", *backend, {13, 17, 67, 2000, {{"KP", 32}, {"KMIN", 0}}});  // fully dense, one range
 }
 
+// The problem accepts a row's columns in any order; the 2-D tiles cut a row into K ranges by
+// binary search, each search starting at the previous cut, so the cuts partition any row. Every
+// row reversed (descending columns, a valid CSR) into 24 ranges: each row must still be summed
+// once (cuts allowed to fall back below the previous one fail here: checked by hand).
+TEST(SparseCpu, SpmmTwoDimensionalTilesKeepRowsWhoseColumnsDescend) {
+  auto backend = make_backend("cpu");
+  const auto p = find_problem("spmm");
+  const Sizes s{{"M", 37}, {"K", 3001}, {"N", 45}, {"NNZ", 5000}};
+  Instance in = p->make_instance(s, DType::fp32, Distribution::normal, 9, 0, {{"pattern", 0}});
+  auto &rp = in.tensors[0], &ci = in.tensors[1], &v = in.tensors[2];
+  for (std::int64_t r = 0; r < 37; ++r) {
+    const auto p0 = static_cast<std::ptrdiff_t>(rp[r]), p1 = static_cast<std::ptrdiff_t>(rp[r + 1]);
+    std::reverse(ci.begin() + p0, ci.begin() + p1);
+    std::reverse(v.begin() + p0, v.begin() + p1);
+  }
+  ASSERT_GT(ci[1], ci[2]);  // row 0 now descends
+  std::vector<std::vector<double>> ref, mag;
+  p->reference(in, ref, mag);
+  const KernelSpec k = library_kernel(*p, Lang::cpp, s);
+  const ParamValues params = k.resolve({{"NV", 8}, {"VW", 8}, {"KP", 32}, {"KMIN", 0}, {"RBLOCKS", 5}});
+  Defines defines{{"KF_DTYPE_FP32", "1"}};
+  for (const auto& [name, val] : params) defines.emplace_back(name, std::to_string(val));
+  auto module = backend->compile(k.source, k.entry, defines, k.source_path);
+  std::vector<std::unique_ptr<Buffer>> bufs;
+  std::vector<Arg> args;
+  for (std::size_t t = 0; t < 5; ++t) {
+    std::vector<float> host(static_cast<std::size_t>(p->tensor_elements(t, s)), -7.0f);  // C poisoned
+    if (t < 4) host.assign(in.tensors[t].begin(), in.tensors[t].end());
+    bufs.push_back(backend->alloc(host.size() * 4));
+    backend->write(*bufs.back(), host.data(), host.size() * 4);
+    args.push_back(Arg::buf(*bufs.back()));
+  }
+  for (const char* n : {"M", "K", "N", "NNZ"}) args.push_back(Arg::i(static_cast<std::int32_t>(s.at(n))));
+  args.push_back(Arg::f(0.0f));  // pattern
+  backend->run(*module, k.geometry(params, s), args);
+  std::vector<float> got(37 * 45);
+  backend->read(*bufs[4], got.data(), got.size() * 4);
+  for (std::size_t e = 0; e < got.size(); ++e)  // fp32 sums of ~135 terms: far inside 1e-5 of their magnitude
+    ASSERT_NEAR(got[e], ref[0][e], 1e-5 * mag[0][e] + 1e-30) << "C[" << e << "]";
+}
+
 TEST(SparseCpu, SddmmPassesEveryPatternAtOddShapes) {
   auto backend = make_backend("cpu");
   every_pattern("sddmm", *backend, {37, 53, 45, 400, {{"NV", 2}, {"VW", 8}, {"RBLOCKS", 5}}});
