@@ -26,12 +26,15 @@
 // cut into ranges of KR rows of B (KR * CW * 4 bytes <= KP KiB). Once per block each nonzero's
 // column becomes an int offset col * N (so the conversion is done once, not once per tile), and
 // each row is cut where its columns cross a range (binary search; on a row whose columns do not
-// ascend the cuts still partition it, only without the reuse). Then per register tile, per K range, every row of the
-// block adds its nonzeros of that range to its C tile (stored by the first range, loaded, added
-// and stored by the others): the KR x CW panel of B the block's rows gather from stays in L2 for
-// the whole range. Each element still sums its row's nonzeros in their stored order, so the
-// result is the one-pass path's. A block whose nonzeros use a B row fewer than KMIN / 8 times
-// on average (sparse blocks: nothing to reuse), or a K of one range, takes the one-pass path.
+// ascend the cuts still partition it, only without the reuse). Then per register tile, per K
+// range, every row of the block adds its nonzeros of that range to its C tile (stored by the
+// first range, loaded, added and stored by the others): the KR x CW panel of B the block's rows
+// gather from stays in L2 for the whole range. Where K is a single range (K <= KR) the same walk,
+// tile by tile over the block's rows, keeps that tile's whole panel in L2 (the one-pass path
+// walks every tile of a row before the next row: all of B's strip at once). Each element still
+// sums its row's nonzeros in their stored order, the one-pass path's result. Where K needs
+// several ranges but the block uses a B row fewer than KMIN / 8 times on average (sparse blocks:
+// nothing to reuse, and a C load and store per range and row), the one-pass path runs.
 //
 // Parameters (#defines): BN columns per strip, NV vectors per register tile, UN nonzeros a step
 // (1, 2 or 4), VW floats per vector (0: the widest the compiler targets), RBLOCKS row blocks,
@@ -109,18 +112,18 @@ static void rows_panel(const float* row_ptr, const float* col_idx, const float* 
 // ---- 2-D tiles (KP > 0) ----
 
 // W vectors of C's row at c, nonzeros [p0, p1) of the block (off: col * N, converted; val), each
-// into UN accumulators; the first K range stores, the others add to C. Prefetch as row_tile,
-// within the segment.
+// into UN accumulators; the first K range stores, the others add to C. Prefetch as row_tile, up
+// to pend: the block's end with one range (rows follow each other in off), else the segment's.
 template <int W>
-static inline void seg_tile(const int* off, const float* val, const float* bcol, int p0, int p1, float* c,
-                            bool first) {
+static inline void seg_tile(const int* off, const float* val, const float* bcol, int p0, int p1, int pend,
+                            float* c, bool first) {
   kf_vf acc[UN][W] = {};
   if (!first)
     for (int v = 0; v < W; ++v) acc[0][v] = kf_load(c + v * KF_VW);
   int p = p0;
   for (; p + UN <= p1; p += UN) {
 #if PD > 0
-    if (p + PD < p1) {
+    if (p + PD < pend) {
       const char* next = (const char*)(bcol + off[p + PD]);
       for (int l = 0; l < W * KF_VW * 4; l += 64) __builtin_prefetch(next + l, 0, 3);
     }
@@ -146,11 +149,12 @@ static inline void seg_tile(const int* off, const float* val, const float* bcol,
 template <int W>
 static inline void tile_ranges(const int* off, const float* val, const int* cut, int R, int nq, const float* bcol,
                                float* c0, int N) {
+  const int pend = cut[(long long)R * (nq + 1) - 1];  // the block's last nonzero + 1
   for (int q = 0; q < nq; ++q)
     for (int i = 0; i < R; ++i) {
       const int* ci = cut + (long long)i * (nq + 1);
       if (q > 0 && ci[q] == ci[q + 1]) continue;  // nothing of this row in the range: C holds its sum
-      seg_tile<W>(off, val, bcol, ci[q], ci[q + 1], c0 + (long long)i * N, q == 0);
+      seg_tile<W>(off, val, bcol, ci[q], ci[q + 1], nq == 1 ? pend : ci[q + 1], c0 + (long long)i * N, q == 0);
     }
 }
 
@@ -211,13 +215,16 @@ static void spmm_block(const kf_ctx& ctx, const float* row_ptr, const float* col
   const int r1 = b == nb - 1 ? M : first_row_at(row_ptr, M, total * (b + 1) / nb);
 #if KP > 0
   // 2-D tiles where B's rows fit int offsets: KR rows of B a range, each row's CW floats within
-  // KP KiB; a single range where the block would reuse a range's rows too little (KMIN).
+  // KP KiB. K of one range (the tile's panel of B fits KP): tile by tile over the block's rows,
+  // indices converted once. Several ranges: only where the block uses a B row KMIN / 8 times on
+  // average; a sparser block takes the one-pass path below (its tiles of one row follow each
+  // other, which measured faster than a panel that does not fit L2).
   if ((long long)K * N < (1LL << 31) && r1 > r0) {
     int KR = (int)((long long)KP * 1024 / (4LL * CW));  // rows of B a range
     if (KR < 1) KR = 1;
     const int nq = K > 0 ? (K + KR - 1) / KR : 1;
     const double uses = ((double)row_ptr[r1] - row_ptr[r0]) / (K > 0 ? K : 1);  // mean uses of a B row
-    if (nq > 1 && 8.0 * uses >= KMIN) {
+    if (nq == 1 || 8.0 * uses >= KMIN) {
       block_2d(row_ptr, col_idx, values, B, C, N, r0, r1, n0, nc, KR, nq);
       return;
     }
