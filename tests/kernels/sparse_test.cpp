@@ -237,22 +237,24 @@ TEST(SparseCpu, SpmmPassesEveryPatternAtOddShapes) {
 // vectors, then 4, 2, 1 and 3 floats; UN > 1 leaves each row's last nonzeros to the one-at-a-time
 // loop; the prefetch runs past row ends to the block's; a small L2KB at a large K cuts the strip
 // into one-tile panels (the last one a scalar tail). Every pattern: empty rows, a dense row.
+// KP=0: the one-pass path (the defaults take the 2-D tiles' walk, tested below and above).
 TEST(SparseCpu, SpmmTilesUnrollPrefetchAndPanelsPassEveryPattern) {
   auto backend = make_backend("cpu");
   every_pattern("spmm", *backend,
-                {37, 53, 123, 400, {{"BN", 256}, {"NV", 8}, {"VW", 8}, {"UN", 1}, {"PD", 4}, {"RBLOCKS", 5}}});
+                {37, 53, 123, 400, {{"BN", 256}, {"NV", 8}, {"VW", 8}, {"UN", 1}, {"PD", 4}, {"RBLOCKS", 5}, {"KP", 0}}});
   every_pattern("spmm", *backend,
-                {41, 59, 45, 700, {{"BN", 64}, {"NV", 2}, {"VW", 8}, {"UN", 4}, {"PD", 16}, {"RBLOCKS", 4}}});
+                {41, 59, 45, 700, {{"BN", 64}, {"NV", 2}, {"VW", 8}, {"UN", 4}, {"PD", 16}, {"RBLOCKS", 4}, {"KP", 0}}});
   every_pattern("spmm", *backend,
-                {29, 3001, 45, 5000, {{"BN", 32}, {"NV", 1}, {"VW", 8}, {"UN", 2}, {"L2KB", 128}, {"RBLOCKS", 2}}});
-  expect_passes("spmm", *backend, {13, 17, 67, 2000, {{"UN", 2}}});  // fully dense, defaults but UN
+                {29, 3001, 45, 5000, {{"BN", 32}, {"NV", 1}, {"VW", 8}, {"UN", 2}, {"L2KB", 128}, {"RBLOCKS", 2}, {"KP", 0}}});
+  expect_passes("spmm", *backend, {13, 17, 67, 2000, {{"UN", 2}, {"KP", 0}}});  // fully dense, UN = 2
 }
 
 // The 2-D tiles (KP > 0) at a K several B panels long: KP=32 KiB makes ranges of 128 rows of B
 // for an 8-vector tile (24 ranges at K = 3001; the 4-, 2-, 1-vector and float tails at N = 123
 // sum over the same ranges), 512 rows for a 2-vector tile with UN = 4 and the prefetch crossing
-// rows and ranges; KMIN=0 splits every block, KMIN=32 keeps these sparse blocks to one range (the
-// index conversion alone). Every pattern: empty rows, power-law rows, a dense row, rows whose
+// rows and ranges; KMIN=0 splits every block, KMIN=32 sends these sparse blocks to the one-pass
+// path. K of one range (the defaults at K <= 1024) takes the same walk with one range: the
+// cases of SpmmPassesEveryPatternAtOddShapes. Every pattern: empty rows, power-law rows, a dense row, rows whose
 // nonzeros all fall past the first range.
 TEST(SparseCpu, SpmmTwoDimensionalTilesPassEveryPattern) {
   auto backend = make_backend("cpu");
@@ -263,6 +265,7 @@ TEST(SparseCpu, SpmmTwoDimensionalTilesPassEveryPattern) {
                  {{"BN", 64}, {"NV", 2}, {"VW", 8}, {"UN", 4}, {"PD", 16}, {"KP", 32}, {"KMIN", 0}, {"RBLOCKS", 4}}});
   every_pattern("spmm", *backend, {29, 3001, 67, 5000, {{"KP", 32}, {"KMIN", 32}, {"RBLOCKS", 2}}});
   expect_passes("spmm", *backend, {13, 17, 67, 2000, {{"KP", 32}, {"KMIN", 0}}});  // fully dense, one range
+  every_pattern("spmm", *backend, {37, 53, 123, 400, {{"NV", 8}, {"VW", 8}, {"UN", 4}, {"PD", 16}}});  // one range, UN
 }
 
 // The problem accepts a row's columns in any order; the 2-D tiles cut a row into K ranges by
