@@ -21,10 +21,28 @@
 // comes later, and finds them in cache), so short rows get their first nonzeros prefetched too.
 // The accumulation order per element depends only on the row, so results are deterministic.
 //
+// 2-D tiles (KP > 0): B reused from L2 at the wide shapes, where a register tile's column panel
+// of B (K x CW floats) does not fit L2 (K = 4096, CW = 64: 1 MiB against Zen 3's 512 KiB). K is
+// cut into ranges of KR rows of B (KR * CW * 4 bytes <= KP KiB). Once per block each nonzero's
+// column becomes an int offset col * N (so the conversion is done once, not once per tile), and
+// each row is cut where its columns cross a range (binary search; on a row whose columns do not
+// ascend the cuts still partition it, only without the reuse). Then per register tile, per K
+// range, every row of the block adds its nonzeros of that range to its C tile (stored by the
+// first range, loaded, added and stored by the others): the KR x CW panel of B the block's rows
+// gather from stays in L2 for the whole range. Where K is a single range (K <= KR) the same walk,
+// tile by tile over the block's rows, keeps that tile's whole panel in L2 (the one-pass path
+// walks every tile of a row before the next row: all of B's strip at once). Each element still
+// sums its row's nonzeros in their stored order, the one-pass path's result. Where K needs
+// several ranges but the block uses a B row fewer than KMIN / 8 times on average (sparse blocks:
+// nothing to reuse, and a C load and store per range and row), the one-pass path runs.
+//
 // Parameters (#defines): BN columns per strip, NV vectors per register tile, UN nonzeros a step
 // (1, 2 or 4), VW floats per vector (0: the widest the compiler targets), RBLOCKS row blocks,
 // L2KB the panel's budget in KiB (0: the whole strip, one panel), PD the prefetch distance in
-// nonzeros (0: none).
+// nonzeros (0: none), KP the 2-D tile's B panel in KiB (0: the one-pass path above), KMIN eight
+// times the least mean uses of a B row in a range for the block to split K.
+
+#include "kernels/common/scratch.hpp"  // scratch(): the 2-D tile's converted block, per thread
 
 #define CW (NV * KF_VW)
 
@@ -91,6 +109,102 @@ static void rows_panel(const float* row_ptr, const float* col_idx, const float* 
   }
 }
 
+// ---- 2-D tiles (KP > 0) ----
+
+// W vectors of C's row at c, nonzeros [p0, p1) of the block (off: col * N, converted; val), each
+// into UN accumulators; the first K range stores, the others add to C. Prefetch as row_tile, up
+// to pend: the block's end with one range (rows follow each other in off), else the segment's.
+template <int W>
+static inline void seg_tile(const int* off, const float* val, const float* bcol, int p0, int p1, int pend,
+                            float* c, bool first) {
+  kf_vf acc[UN][W] = {};
+  if (!first)
+    for (int v = 0; v < W; ++v) acc[0][v] = kf_load(c + v * KF_VW);
+  int p = p0;
+  for (; p + UN <= p1; p += UN) {
+#if PD > 0
+    if (p + PD < pend) {
+      const char* next = (const char*)(bcol + off[p + PD]);
+      for (int l = 0; l < W * KF_VW * 4; l += 64) __builtin_prefetch(next + l, 0, 3);
+    }
+#endif
+    for (int u = 0; u < UN; ++u) {
+      const kf_vf a = kf_splat(val[p + u]);
+      const float* brow = bcol + off[p + u];
+      for (int v = 0; v < W; ++v) acc[u][v] += a * kf_load(brow + v * KF_VW);
+    }
+  }
+  for (; p < p1; ++p) {
+    const kf_vf a = kf_splat(val[p]);
+    const float* brow = bcol + off[p];
+    for (int v = 0; v < W; ++v) acc[0][v] += a * kf_load(brow + v * KF_VW);
+  }
+  for (int u = 1; u < UN; ++u)
+    for (int v = 0; v < W; ++v) acc[0][v] += acc[u][v];
+  for (int v = 0; v < W; ++v) kf_store(c + v * KF_VW, acc[0][v]);
+}
+
+// Columns [j, j + W * KF_VW) of the strip (bcol, c0: B's and C's column n0 + j) for the block's
+// R rows, K range by K range; cut[i * (nq + 1) + q] is row i's first nonzero in range q.
+template <int W>
+static inline void tile_ranges(const int* off, const float* val, const int* cut, int R, int nq, const float* bcol,
+                               float* c0, int N) {
+  const int pend = cut[(long long)R * (nq + 1) - 1];  // the block's last nonzero + 1
+  for (int q = 0; q < nq; ++q)
+    for (int i = 0; i < R; ++i) {
+      const int* ci = cut + (long long)i * (nq + 1);
+      if (q > 0 && ci[q] == ci[q + 1]) continue;  // nothing of this row in the range: C holds its sum
+      seg_tile<W>(off, val, bcol, ci[q], ci[q + 1], nq == 1 ? pend : ci[q + 1], c0 + (long long)i * N, q == 0);
+    }
+}
+
+// Rows [r0, r1) of C's columns [n0, n0 + nc) in nq K ranges of KR rows of B. Once per block: each
+// nonzero's column becomes an int offset col * N (scratch slot 0, the block's nonzeros in CSR
+// order; values are read in place), and each row is cut where its columns cross a range (binary
+// search; slot 1). A row whose columns do not ascend (the problem allows any order) is still cut
+// into a partition of its nonzeros, each summed once: correct, only without the reuse.
+static void block_2d(const float* row_ptr, const float* col_idx, const float* values, const float* B, float* C,
+                     int N, int r0, int r1, int n0, int nc, int KR, int nq) {
+  const int R = r1 - r0, P0 = (int)row_ptr[r0], P = (int)row_ptr[r1] - P0;
+  int* off0 = (int*)scratch(0, 4LL * (P > 0 ? P : 1));
+  int* cut = (int*)scratch(1, 4LL * R * (nq + 1));
+  const int* off = off0 - P0;  // indexed by the nonzero's position in A
+  const float* val = values;
+  for (int i = 0; i < R; ++i) {
+    const int p0 = (int)row_ptr[r0 + i], p1 = (int)row_ptr[r0 + i + 1];
+    for (int p = p0; p < p1; ++p) off0[p - P0] = (int)col_idx[p] * N;
+    int* ci = cut + (long long)i * (nq + 1);
+    ci[0] = p0;
+    ci[nq] = p1;
+    for (int q = 1; q < nq; ++q) {
+      // The first nonzero of the row at or past column q * KR, searched from the previous cut:
+      // the cuts never decrease and end at p1, so they partition the row whatever its order.
+      const float edge = (float)((long long)q * KR);
+      int lo = ci[q - 1], hi = p1;
+      while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (col_idx[mid] < edge) lo = mid + 1;
+        else hi = mid;
+      }
+      ci[q] = lo;
+    }
+  }
+  float* c0 = C + (long long)r0 * N + n0;
+  const float* bcol = B + n0;
+  int j = 0;
+  for (; j + CW <= nc; j += CW) tile_ranges<NV>(off, val, cut, R, nq, bcol + j, c0 + j, N);
+  if (NV > 4 && j + 4 * KF_VW <= nc) tile_ranges<4>(off, val, cut, R, nq, bcol + j, c0 + j, N), j += 4 * KF_VW;
+  if (NV > 2 && j + 2 * KF_VW <= nc) tile_ranges<2>(off, val, cut, R, nq, bcol + j, c0 + j, N), j += 2 * KF_VW;
+  for (; j + KF_VW <= nc; j += KF_VW) tile_ranges<1>(off, val, cut, R, nq, bcol + j, c0 + j, N);
+  // The last columns one float at a time, each row's nonzeros in order.
+  for (; j < nc; ++j)
+    for (int i = 0; i < R; ++i) {
+      float acc = 0;
+      for (int p = (int)row_ptr[r0 + i]; p < (int)row_ptr[r0 + i + 1]; ++p) acc += val[p] * bcol[off[p] + j];
+      c0[(long long)i * N + j] = acc;
+    }
+}
+
 static void spmm_block(const kf_ctx& ctx, const float* row_ptr, const float* col_idx, const float* values,
                        const float* B, float* C, int M, int K, int N, int NNZ, float pattern) {
   (void)NNZ, (void)pattern;
@@ -99,6 +213,23 @@ static void spmm_block(const kf_ctx& ctx, const float* row_ptr, const float* col
   const double total = (double)row_ptr[M] + M;
   const int r0 = b == 0 ? 0 : first_row_at(row_ptr, M, total * b / nb);
   const int r1 = b == nb - 1 ? M : first_row_at(row_ptr, M, total * (b + 1) / nb);
+#if KP > 0
+  // 2-D tiles where B's rows fit int offsets: KR rows of B a range, each row's CW floats within
+  // KP KiB. K of one range (the tile's panel of B fits KP): tile by tile over the block's rows,
+  // indices converted once. Several ranges: only where the block uses a B row KMIN / 8 times on
+  // average; a sparser block takes the one-pass path below (its tiles of one row follow each
+  // other, which measured faster than a panel that does not fit L2).
+  if ((long long)K * N < (1LL << 31) && r1 > r0) {
+    int KR = (int)((long long)KP * 1024 / (4LL * CW));  // rows of B a range
+    if (KR < 1) KR = 1;
+    const int nq = K > 0 ? (K + KR - 1) / KR : 1;
+    const double uses = ((double)row_ptr[r1] - row_ptr[r0]) / (K > 0 ? K : 1);  // mean uses of a B row
+    if (nq == 1 || 8.0 * uses >= KMIN) {
+      block_2d(row_ptr, col_idx, values, B, C, N, r0, r1, n0, nc, KR, nq);
+      return;
+    }
+  }
+#endif
   // The panel: as many whole tiles as K rows of B keep within L2KB, at least one.
   int pw = nc;
   if (L2KB > 0) {

@@ -237,15 +237,76 @@ TEST(SparseCpu, SpmmPassesEveryPatternAtOddShapes) {
 // vectors, then 4, 2, 1 and 3 floats; UN > 1 leaves each row's last nonzeros to the one-at-a-time
 // loop; the prefetch runs past row ends to the block's; a small L2KB at a large K cuts the strip
 // into one-tile panels (the last one a scalar tail). Every pattern: empty rows, a dense row.
+// KP=0: the one-pass path (the defaults take the 2-D tiles' walk, tested below and above).
 TEST(SparseCpu, SpmmTilesUnrollPrefetchAndPanelsPassEveryPattern) {
   auto backend = make_backend("cpu");
   every_pattern("spmm", *backend,
-                {37, 53, 123, 400, {{"BN", 256}, {"NV", 8}, {"VW", 8}, {"UN", 1}, {"PD", 4}, {"RBLOCKS", 5}}});
+                {37, 53, 123, 400, {{"BN", 256}, {"NV", 8}, {"VW", 8}, {"UN", 1}, {"PD", 4}, {"RBLOCKS", 5}, {"KP", 0}}});
   every_pattern("spmm", *backend,
-                {41, 59, 45, 700, {{"BN", 64}, {"NV", 2}, {"VW", 8}, {"UN", 4}, {"PD", 16}, {"RBLOCKS", 4}}});
+                {41, 59, 45, 700, {{"BN", 64}, {"NV", 2}, {"VW", 8}, {"UN", 4}, {"PD", 16}, {"RBLOCKS", 4}, {"KP", 0}}});
   every_pattern("spmm", *backend,
-                {29, 3001, 45, 5000, {{"BN", 32}, {"NV", 1}, {"VW", 8}, {"UN", 2}, {"L2KB", 128}, {"RBLOCKS", 2}}});
-  expect_passes("spmm", *backend, {13, 17, 67, 2000, {{"UN", 2}}});  // fully dense, defaults but UN
+                {29, 3001, 45, 5000, {{"BN", 32}, {"NV", 1}, {"VW", 8}, {"UN", 2}, {"L2KB", 128}, {"RBLOCKS", 2}, {"KP", 0}}});
+  expect_passes("spmm", *backend, {13, 17, 67, 2000, {{"UN", 2}, {"KP", 0}}});  // fully dense, UN = 2
+}
+
+// The 2-D tiles (KP > 0) at a K several B panels long: KP=32 KiB makes ranges of 128 rows of B
+// for an 8-vector tile (24 ranges at K = 3001; the 4-, 2-, 1-vector and float tails at N = 123
+// sum over the same ranges), 512 rows for a 2-vector tile with UN = 4 and the prefetch crossing
+// rows and ranges; KMIN=0 splits every block, KMIN=32 sends these sparse blocks to the one-pass
+// path. K of one range (the defaults at K <= 1024) takes the same walk with one range: the
+// cases of SpmmPassesEveryPatternAtOddShapes. Every pattern: empty rows, power-law rows, a dense row, rows whose
+// nonzeros all fall past the first range.
+TEST(SparseCpu, SpmmTwoDimensionalTilesPassEveryPattern) {
+  auto backend = make_backend("cpu");
+  every_pattern("spmm", *backend,
+                {37, 3001, 123, 5000, {{"BN", 256}, {"NV", 8}, {"VW", 8}, {"KP", 32}, {"KMIN", 0}, {"RBLOCKS", 5}}});
+  every_pattern("spmm", *backend,
+                {41, 2999, 45, 7000,
+                 {{"BN", 64}, {"NV", 2}, {"VW", 8}, {"UN", 4}, {"PD", 16}, {"KP", 32}, {"KMIN", 0}, {"RBLOCKS", 4}}});
+  every_pattern("spmm", *backend, {29, 3001, 67, 5000, {{"KP", 32}, {"KMIN", 32}, {"RBLOCKS", 2}}});
+  expect_passes("spmm", *backend, {13, 17, 67, 2000, {{"KP", 32}, {"KMIN", 0}}});  // fully dense, one range
+  every_pattern("spmm", *backend, {37, 53, 123, 400, {{"NV", 8}, {"VW", 8}, {"UN", 4}, {"PD", 16}}});  // one range, UN
+}
+
+// The problem accepts a row's columns in any order; the 2-D tiles cut a row into K ranges by
+// binary search, each search starting at the previous cut, so the cuts partition any row. Every
+// row reversed (descending columns, a valid CSR) into 24 ranges: each row must still be summed
+// once (cuts allowed to fall back below the previous one fail here: checked by hand).
+TEST(SparseCpu, SpmmTwoDimensionalTilesKeepRowsWhoseColumnsDescend) {
+  auto backend = make_backend("cpu");
+  const auto p = find_problem("spmm");
+  const Sizes s{{"M", 37}, {"K", 3001}, {"N", 45}, {"NNZ", 5000}};
+  Instance in = p->make_instance(s, DType::fp32, Distribution::normal, 9, 0, {{"pattern", 0}});
+  auto &rp = in.tensors[0], &ci = in.tensors[1], &v = in.tensors[2];
+  for (std::int64_t r = 0; r < 37; ++r) {
+    const auto p0 = static_cast<std::ptrdiff_t>(rp[r]), p1 = static_cast<std::ptrdiff_t>(rp[r + 1]);
+    std::reverse(ci.begin() + p0, ci.begin() + p1);
+    std::reverse(v.begin() + p0, v.begin() + p1);
+  }
+  ASSERT_GT(ci[1], ci[2]);  // row 0 now descends
+  std::vector<std::vector<double>> ref, mag;
+  p->reference(in, ref, mag);
+  const KernelSpec k = library_kernel(*p, Lang::cpp, s);
+  const ParamValues params = k.resolve({{"NV", 8}, {"VW", 8}, {"KP", 32}, {"KMIN", 0}, {"RBLOCKS", 5}});
+  Defines defines{{"KF_DTYPE_FP32", "1"}};
+  for (const auto& [name, val] : params) defines.emplace_back(name, std::to_string(val));
+  auto module = backend->compile(k.source, k.entry, defines, k.source_path);
+  std::vector<std::unique_ptr<Buffer>> bufs;
+  std::vector<Arg> args;
+  for (std::size_t t = 0; t < 5; ++t) {
+    std::vector<float> host(static_cast<std::size_t>(p->tensor_elements(t, s)), -7.0f);  // C poisoned
+    if (t < 4) host.assign(in.tensors[t].begin(), in.tensors[t].end());
+    bufs.push_back(backend->alloc(host.size() * 4));
+    backend->write(*bufs.back(), host.data(), host.size() * 4);
+    args.push_back(Arg::buf(*bufs.back()));
+  }
+  for (const char* n : {"M", "K", "N", "NNZ"}) args.push_back(Arg::i(static_cast<std::int32_t>(s.at(n))));
+  args.push_back(Arg::f(0.0f));  // pattern
+  backend->run(*module, k.geometry(params, s), args);
+  std::vector<float> got(37 * 45);
+  backend->read(*bufs[4], got.data(), got.size() * 4);
+  for (std::size_t e = 0; e < got.size(); ++e)  // fp32 sums of ~135 terms: far inside 1e-5 of their magnitude
+    ASSERT_NEAR(got[e], ref[0][e], 1e-5 * mag[0][e] + 1e-30) << "C[" << e << "]";
 }
 
 TEST(SparseCpu, SddmmPassesEveryPatternAtOddShapes) {
