@@ -45,6 +45,7 @@ struct WrongKernel {
   std::string env;                   // environment for the command, e.g. more OpenCL threads
   int attempts = 1;                  // a race or a timing verdict shows by chance: up to this many runs
   bool needs_oclgrind = false;       // caught by the OpenCL race worker only: skipped without Oclgrind
+  std::string problem = "gemm";      // the problem the kernel claims to compute
 };
 
 // Races are caught when they happen: with 8 threads on a busy 2-core machine a lost slice is
@@ -104,6 +105,9 @@ std::vector<WrongKernel> corpus() {
        .quick_passes = true},
       {.file = "divides_by_row_max.cpp", .args = cpu, .checks = {"structured"}, .element_checks = {"finite"},
        .quick_passes = true},
+      {.file = "attention_skips_equal_scores.cpp",
+       .args = "--lang cpp --grid 'H,B' --size B=1,H=4,HKV=2,S=40,D=32", .checks = {"structured"},
+       .element_checks = {"poison"}, .quick_passes = true, .problem = "attention"},
       {.file = "lazy_when_timed.cpp",
        .args = std::string(kCpu16) + " --size M=128,N=128,K=128 --bench",
        .checks = {"timed_outputs", "reused_buffers"}, .quick_passes = true},
@@ -171,7 +175,7 @@ struct EvalRun {
 
 EvalRun eval(const WrongKernel& k, const std::string& mode) {
   const std::string cmd = (k.env.empty() ? "" : "env " + k.env + " ") + "'" + KFORGE_CLI_PATH +
-                          "' eval --problem gemm --source '" + corpus_path(k.file) + "' " + k.args +
+                          "' eval --problem " + k.problem + " --source '" + corpus_path(k.file) + "' " + k.args +
                           " " + mode + " --json";
   EvalRun r{test::run_command(cmd), json::object()};
   try {
