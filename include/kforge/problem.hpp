@@ -113,6 +113,16 @@ class Problem {
     (void)s;
     return {};
   }
+  // The near_overflow pattern's scale: the length of the longest sum of products of the
+  // reshaped tensors that a correct kernel forms (default: reduction_length, which is that sum
+  // for gemm-like problems but a bound's unit for some: attention's is 1, its flash kernels sum
+  // over S keys), and whether reshaped tensor t is scaled (default all; attention scales V only,
+  // its Q and K stay conditioned).
+  [[nodiscard]] virtual double near_overflow_length(const Sizes& s) const { return reduction_length(s); }
+  [[nodiscard]] virtual bool near_overflow_scales(std::size_t t) const {
+    (void)t;
+    return true;
+  }
   // The index_width check (docs/verification.md): sizes at which one input tensor passes 2^31
   // elements, and `live`, the same sizes cut to the last rows of the split dimension (gemm: M =
   // 2^16 + 1 rows of K = 2^15, live M = 2). The problem promises: a wide instance whose tensors
@@ -200,5 +210,11 @@ class Problem {
 [[nodiscard]] KernelSpec library_kernel(const Problem& p, Lang lang, const Sizes& s);
 // The same at the problem's default sizes.
 [[nodiscard]] KernelSpec library_kernel(const Problem& p, Lang lang);
+// The library kernel the user named (`--kernel NAME,...`: spec names, as `kforge list` shows) for
+// a backend of language `lang`, whatever its "applies" says (a special case is correct at any
+// size its constraints accept; "applies" only says where the library prefers it). Throws
+// UsageError listing the problem's kernels when a name is unknown, or when no name, or more than
+// one, is of language `lang`.
+[[nodiscard]] KernelSpec library_kernel_named(const Problem& p, Lang lang, const std::vector<std::string>& names);
 
 }  // namespace kforge

@@ -67,11 +67,20 @@ class Attention final : public Problem {
   std::vector<Scalars> special_scalars() const override {
     return {{{"scale", 1.0}}, {{"scale", 0.0}}, {{"rope_base", 500000.0}}};
   }
-  // No structured inputs: Q and K are conditioned (scores kept where softmax is not a step
-  // function of rounding), and V's near_overflow pattern would scale V to a quarter of the
-  // largest value, since the bound counts in units of u (reduction length 1): the flash kernels'
-  // unnormalized sum over S keys then overflows where the exact output is finite (a finding of
-  // issue 24, docs/verification.md), a limit of every online-softmax kernel, not a bug to catch.
+  // Structured inputs: rows of D in Q, K and V. A zero (or subnormal) row of Q gives a row of
+  // equal scores, the uniform weights a shortcut may mishandle; zero rows of V, keys that add
+  // nothing to the numerator but still to the softmax's denominator. Q and K stay conditioned
+  // (every pattern but near_overflow keeps |q|, |k| <= 4, and near_overflow leaves them as
+  // drawn). near_overflow scales V alone, to max / (4 S): an online-softmax kernel's
+  // unnormalized sum over up to S keys (weights <= 1 after the running max) then stays below a
+  // quarter of the largest value. Scaled by the bound's unit (reduction length 1) instead, V at
+  // max/4 overflowed every flash kernel where the exact output is finite (issue 24's finding):
+  // a range limit of the online softmax, which the pattern now respects, not a bug to catch.
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override {
+    return {s.at("D"), s.at("D"), s.at("D"), -1};
+  }
+  double near_overflow_length(const Sizes& s) const override { return static_cast<double>(s.at("S")); }
+  bool near_overflow_scales(std::size_t t) const override { return t == 2; }
 
   void check_sizes(const Sizes& s) const override {
     Problem::check_sizes(s);

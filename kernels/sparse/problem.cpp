@@ -83,6 +83,13 @@ class Spmm final : public SparseProblem {
     return tensor_list(std::move(n));
   }
   double reduction_length(const Sizes& s) const override { return static_cast<double>(s.at("K")); }
+  // Structured inputs: the values element-wise (all equal, alternating signs, subnormal, -0.0,
+  // near overflow: an output row sums at most K of them), B a matrix of rows of N (zero rows are
+  // keys that contribute nothing, zero columns, identical and one-hot rows); the structure
+  // (row_ptr, col_idx) stays the generator's.
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override {
+    return {-1, -1, 0, s.at("N"), -1};
+  }
   // NNZ nonzeros (exact when the pattern holds them all: every pattern while NNZ <= its cells).
   double flops(const Sizes& s) const override { return 2.0 * s.at("NNZ") * s.at("N"); }
   // The structure, B and C once each (B's rows all read: at 70-99% sparsity every column is hit).
@@ -175,6 +182,12 @@ class Sddmm final : public SparseProblem {
     mag = tensor_list(std::move(m));
   }
   double reduction_length(const Sizes& s) const override { return static_cast<double>(s.at("D")); }
+  // Structured inputs: A and B matrices of rows of D (a zero row of A or B makes sampled dot
+  // products exactly zero; identical rows make a row's outputs equal); the pattern stays the
+  // generator's.
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override {
+    return {-1, -1, s.at("D"), s.at("D"), -1};
+  }
   double flops(const Sizes& s) const override { return 2.0 * s.at("NNZ") * s.at("D"); }
   // The pattern, A and B once, out written once.
   double bytes(const Sizes& s, DType t) const override {

@@ -1,11 +1,15 @@
 // `kforge verify` and `kforge bench`: a library kernel through the gates, on each backend named.
 #include "cli/commands.hpp"
+
+#include <algorithm>
+
 #include "cli/bench_store.hpp"
 #include "cli/common.hpp"
 #include "cli/compare.hpp"
 #include "cli/measure_flags.hpp"
 #include "kforge/backend.hpp"
 #include "kforge/error.hpp"
+#include "kforge/problem.hpp"
 
 namespace kforge::cli {
 
@@ -28,12 +32,18 @@ void add_run(CLI::App& app, int& code, const char* name, const char* help, bool 
   }
   auto store = std::make_shared<BenchStoreOptions>();  // bench: tuned parameters from the store
   if (bench) store->add_to(*cmd);
+  auto kernels = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--kernel", *kernels,
+                  "the library kernel to run, by its spec's name (`kforge list --problem P` lists them), one per "
+                  "backend language, e.g. spmm_adaptive.cpu,spmm.opencl; default: the one the library picks at "
+                  "these sizes")
+      ->delimiter(',');
   auto tsan = std::make_shared<bool>(false);
   if (!bench)
     cmd->add_flag("--tsan,--race-worker", *tsan, "thorough: after a pass, the race worker runs the kernel once more "
                                    "(cpu: built with ThreadSanitizer, each block on a thread of its own; opencl: on "
                                    "Oclgrind); a data race is `nondeterministic`, check `race`");
-  cmd->callback([o, no_baseline, bench, store, measure, compare, tsan, &code] {
+  cmd->callback([o, no_baseline, bench, store, measure, compare, tsan, kernels, &code] {
     if (!compare->empty()) {
       code = compare_result_files((*compare)[0], (*compare)[1], o->json);
       return;
@@ -42,11 +52,27 @@ void add_run(CLI::App& app, int& code, const char* name, const char* help, bool 
     if (*tsan && o->quick) throw UsageError("--tsan is a thorough check: drop --quick");
     std::vector<ParamsSource> sources;
     const auto problem = find_problem(o->problem);
+    const auto names = backend_list(o->backends);
+    // The kernel each backend runs: the one named with --kernel, else the library's pick at the
+    // sizes. Every name must be used: `--backend cpu --kernel spmm.opencl` is refused, not ignored.
+    std::vector<KernelSpec> picked;
+    std::vector<decltype(make_backend(names.front(), {}))> backends;
+    const Sizes sizes = problem->resolve_sizes(parse_assignments(o->sizes));
+    for (const auto& name : names) {
+      backends.push_back(make_backend(name, {.threads = o->threads}));
+      const Lang lang = backends.back()->lang();
+      picked.push_back(kernels->empty() ? library_kernel(*problem, lang, sizes)
+                                        : library_kernel_named(*problem, lang, *kernels));
+    }
+    for (const auto& k : *kernels)
+      if (std::none_of(picked.begin(), picked.end(), [&](const KernelSpec& p) { return p.name == k; }))
+        throw UsageError("--kernel " + k + " is a kernel for a backend not asked for (--backend " + o->backends +
+                         "): add its backend, or drop the name");
     std::vector<EvalResult> results;
-    for (const auto& name : backend_list(o->backends)) {
-      auto backend = make_backend(name, {.threads = o->threads});
-      const Sizes sizes = problem->resolve_sizes(parse_assignments(o->sizes));  // picks the kernel
-      EvalRequest req = make_request(*o, *problem, library_kernel(*problem, backend->lang(), sizes), name);
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const auto& name = names[i];
+      auto& backend = backends[i];
+      EvalRequest req = make_request(*o, *problem, picked[i], name);
       req.bench = bench;
       req.baseline = bench && !*no_baseline;
       if (bench) measure->apply(req.measure);

@@ -138,4 +138,31 @@ KernelSpec library_kernel(const Problem& p, Lang lang) {
   return library_kernel(p, lang, p.default_sizes());
 }
 
+KernelSpec library_kernel_named(const Problem& p, Lang lang, const std::vector<std::string>& names) {
+  const auto specs = library_kernels(p);
+  std::string listing;  // "spmm.cpu (cpp), spmm.opencl (opencl), ..."
+  for (const auto& k : specs)
+    listing += (listing.empty() ? "" : ", ") + k.name + " (" + std::string(lang_name(k.lang)) + ")";
+  if (listing.empty()) listing = "none";
+  std::vector<const KernelSpec*> mine;
+  for (const auto& n : names) {
+    const auto it = std::find_if(specs.begin(), specs.end(), [&](const KernelSpec& k) { return k.name == n; });
+    if (it == specs.end())
+      throw UsageError("problem " + p.name() + " has no kernel '" + n + "' (--kernel); its kernels: " + listing);
+    if (it->lang == lang) mine.push_back(&*it);
+  }
+  const std::string lname(lang_name(lang));
+  if (mine.size() > 1)
+    throw UsageError("--kernel names two " + lname + " kernels (" + mine[0]->name + ", " + mine[1]->name +
+                     "): name one per backend language; problem " + p.name() + "'s kernels: " + listing);
+  if (mine.empty()) {
+    std::string given;
+    for (const auto& n : names) given += (given.empty() ? "" : ",") + n;
+    throw UsageError("--kernel " + given + " names no " + lname + " kernel, and a backend that runs " + lname +
+                     " kernels was asked for: add one of problem " + p.name() + "'s " + lname +
+                     " kernels, or drop that backend; its kernels: " + listing);
+  }
+  return *mine[0];
+}
+
 }  // namespace kforge

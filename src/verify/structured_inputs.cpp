@@ -74,11 +74,14 @@ void apply_structure(const Problem& p, Structure st, Instance& inst, std::uint64
   for (std::size_t t = 0; t < rows.size() && t < inst.tensors.size(); ++t)
     if (rows[t] >= 0) reshaped.push_back(t);
   if (reshaped.empty() || !is_float(inst.dtype)) return;
-  // Near overflow: the exact sum of a reduction's products reaches max/4 when every reshaped
-  // tensor is at most (max / (4 L))^(1/n), so the exact result stays finite in the dtype.
-  const double length = std::max(1.0, p.reduction_length(inst.sizes));
+  // Near overflow: the exact sum of a reduction's products reaches max/4 when every scaled
+  // tensor is at most (max / (4 L))^(1/n), L the longest sum a correct kernel forms and n the
+  // tensors scaled, so the exact result and every partial sum stay finite in the dtype.
+  const double length = std::max(1.0, p.near_overflow_length(inst.sizes));
+  std::size_t scaled = 0;
+  for (std::size_t t : reshaped) scaled += p.near_overflow_scales(t) ? 1 : 0;
   const double near_top =
-      std::pow(largest(inst.dtype) / (4 * length), 1.0 / static_cast<double>(reshaped.size()));
+      std::pow(largest(inst.dtype) / (4 * length), 1.0 / static_cast<double>(std::max<std::size_t>(scaled, 1)));
   // Subnormal products: each of the n factors 2^(e/n) with 2^e four binades below the normal range.
   const double product_factor =
       std::ldexp(1.0, (min_normal_exponent(inst.dtype) - 4) / static_cast<int>(reshaped.size()));
@@ -118,7 +121,7 @@ void apply_structure(const Problem& p, Structure st, Instance& inst, std::uint64
         for (std::int64_t i = 0; i < n; ++i) v[i] = (i % 2 ? -1 : 1) * std::fabs(v[i]);
         break;
       case Structure::near_overflow:
-        scale_to(v, near_top);
+        if (p.near_overflow_scales(t)) scale_to(v, near_top);
         break;
       case Structure::subnormal_inputs:
         // The first tensor below the normal range, the others normal: products subnormal too.

@@ -84,6 +84,43 @@ TEST(Cli, BenchJsonHasTimingAndSpeedOfLight) {
   EXPECT_LE(sol, 1.5) << "a kernel far above the machine's measured ceiling";
 }
 
+// --kernel NAME runs that library kernel, one the library never picks by itself (spmm_adaptive.cpu
+// is listed after spmm.cpu and has no "applies"); the JSON names it.
+TEST(Cli, VerifyKernelRunsTheNamedLibraryKernel) {
+  const std::string sizes = " --size M=23,K=29,N=37,NNZ=101 --threads 2 --quick --json";
+  const auto picked = kforge_cli("verify spmm --backend cpu" + sizes);
+  ASSERT_EQ(picked.exit_code, 0) << picked.out << picked.err;
+  EXPECT_EQ(parse_or_fail(picked).value("kernel", ""), "spmm.cpu");
+  const auto named = kforge_cli("verify spmm --backend cpu --kernel spmm_adaptive.cpu" + sizes);
+  ASSERT_EQ(named.exit_code, 0) << named.out << named.err;
+  const json j = parse_or_fail(named);
+  EXPECT_EQ(j.value("kernel", ""), "spmm_adaptive.cpu");
+  EXPECT_EQ(j.value("disposition", ""), "passed");
+  // bench goes through the same pick.
+  const auto bench = kforge_cli("bench spmm --backend cpu --kernel spmm_adaptive.cpu --no-baseline" + sizes);
+  ASSERT_EQ(bench.exit_code, 0) << bench.out << bench.err;
+  EXPECT_EQ(parse_or_fail(bench).value("kernel", ""), "spmm_adaptive.cpu");
+}
+
+// An unknown name, or a name of another language than the backend's, is exit 2 listing the
+// problem's kernels with their languages.
+TEST(Cli, VerifyKernelRefusesAnUnknownOrWrongLanguageNameListingTheKernels) {
+  const auto unknown = kforge_cli("verify spmm --backend cpu --kernel spmm_fast.cpu");
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.out << unknown.err;
+  EXPECT_NE(unknown.err.find("spmm_fast.cpu"), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("spmm_adaptive.cpu (cpp)"), std::string::npos) << unknown.err;
+  const auto wrong_lang = kforge_cli("verify spmm --backend cpu --kernel spmm.opencl");
+  EXPECT_EQ(wrong_lang.exit_code, 2) << wrong_lang.out << wrong_lang.err;
+  EXPECT_NE(wrong_lang.err.find("--kernel spmm.opencl names no cpp kernel"), std::string::npos) << wrong_lang.err;
+  EXPECT_NE(wrong_lang.err.find("spmm.cpu (cpp)"), std::string::npos) << wrong_lang.err;
+  const auto unused = kforge_cli("verify spmm --backend cpu --kernel spmm.cpu,spmm.opencl");
+  EXPECT_EQ(unused.exit_code, 2) << unused.out << unused.err;
+  EXPECT_NE(unused.err.find("spmm.opencl is a kernel for a backend not asked for"), std::string::npos) << unused.err;
+  const auto two = kforge_cli("verify spmm --backend cpu --kernel spmm.cpu,spmm_adaptive.cpu");
+  EXPECT_EQ(two.exit_code, 2) << two.out << two.err;
+  EXPECT_NE(two.err.find("two cpp kernels"), std::string::npos) << two.err;
+}
+
 struct BadInput {
   const char* args;
   const char* named;  // what the message must mention

@@ -4,6 +4,7 @@
 // wrong_kernels_test.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -171,7 +172,7 @@ TEST(Structured, ProblemsWithoutADeclarationKeepTheirDraws) {
 TEST(Structured, TheFamiliesDeclareTheirDataTensors) {
   for (const char* name : {"gemm", "conv2d", "softmax", "rmsnorm", "layernorm", "moe_grouped_gemm",
                            "reduce.sum_axis1", "reduce.argmax_axis0", "scan.gae", "scan.linear", "activation.relu",
-                           "activation.leaky_relu"}) {
+                           "activation.leaky_relu", "attention", "attention.causal", "spmm", "sddmm"}) {
     const auto p = find_problem(name);
     const Sizes s = p->default_sizes();
     const auto rows = p->structured_rows(s);
@@ -189,6 +190,36 @@ TEST(Structured, TheFamiliesDeclareTheirDataTensors) {
   EXPECT_FALSE(find_problem("attention")->special_scalars().empty());
   EXPECT_FALSE(find_problem("activation.leaky_relu")->special_scalars().empty());
   EXPECT_TRUE(find_problem("activation.relu")->special_scalars().empty()) << "relu has no scalar to vary";
+}
+
+// Attention's near_overflow scales V alone, to a quarter of the largest value over S (the
+// flash kernels' unnormalized sum over S keys stays finite), and keeps the conditioned Q and K
+// as drawn; its matrix patterns reshape rows of D in Q, K and V, keeping |q|, |k| <= 4.
+TEST(Structured, AttentionScalesVByItsLongestSumAndKeepsQAndKConditioned) {
+  const auto p = find_problem("attention");
+  const Sizes s{{"B", 1}, {"H", 4}, {"HKV", 2}, {"S", 37}, {"D", 16}};
+  for (DType t : {DType::fp32, DType::fp16}) {
+    const Instance drawn = p->make_instance(s, t, Distribution::normal, 11, 0);
+    Instance big = drawn;
+    apply_structure(*p, Structure::near_overflow, big, 11);
+    EXPECT_EQ(big.tensors[0], drawn.tensors[0]) << dtype_name(t);
+    EXPECT_EQ(big.tensors[1], drawn.tensors[1]) << dtype_name(t);
+    double top = 0;
+    for (double v : big.tensors[2]) top = std::max(top, std::fabs(v));
+    const double max = t == DType::fp16 ? 65504.0 : 3.4028234663852886e38;
+    EXPECT_LE(top * 37, max / 4 * 1.001) << dtype_name(t);  // the sum over S keys of weights <= 1
+    EXPECT_GT(top * 37, max / 8) << dtype_name(t);
+    for (Structure st : structures_for(*p, s)) {
+      Instance x = drawn;
+      apply_structure(*p, st, x, 11);
+      for (std::size_t q : {0u, 1u})
+        for (double v : x.tensors[q]) ASSERT_LE(std::fabs(v), 4.0) << structure_name(st);
+    }
+  }
+  // zero_rows gives all-zero query rows: every score of such a row is equal.
+  Instance z = p->make_instance(s, DType::fp32, Distribution::normal, 11, 0);
+  apply_structure(*p, Structure::zero_rows, z, 11);
+  for (std::int64_t d = 0; d < 16; ++d) EXPECT_EQ(z.tensors[0][d], 0.0);
 }
 
 // `--scalar alpha=0` makes gemm at beta = 0 all zeros: refused naming the scalar, exit 2.

@@ -45,6 +45,8 @@ struct WrongKernel {
   std::string env;                   // environment for the command, e.g. more OpenCL threads
   int attempts = 1;                  // a race or a timing verdict shows by chance: up to this many runs
   bool needs_oclgrind = false;       // caught by the OpenCL race worker only: skipped without Oclgrind
+  std::string problem = "gemm";      // the problem the kernel claims to compute
+  std::string output = "C";          // its output tensor, named by an element-wise failure
 };
 
 // Races are caught when they happen: with 8 threads on a busy 2-core machine a lost slice is
@@ -104,6 +106,9 @@ std::vector<WrongKernel> corpus() {
        .quick_passes = true},
       {.file = "divides_by_row_max.cpp", .args = cpu, .checks = {"structured"}, .element_checks = {"finite"},
        .quick_passes = true},
+      {.file = "attention_skips_equal_scores.cpp",
+       .args = "--lang cpp --grid 'H,B' --size B=1,H=4,HKV=2,S=40,D=32", .checks = {"structured"},
+       .element_checks = {"poison"}, .quick_passes = true, .problem = "attention", .output = "O"},
       {.file = "lazy_when_timed.cpp",
        .args = std::string(kCpu16) + " --size M=128,N=128,K=128 --bench",
        .checks = {"timed_outputs", "reused_buffers"}, .quick_passes = true},
@@ -171,7 +176,7 @@ struct EvalRun {
 
 EvalRun eval(const WrongKernel& k, const std::string& mode) {
   const std::string cmd = (k.env.empty() ? "" : "env " + k.env + " ") + "'" + KFORGE_CLI_PATH +
-                          "' eval --problem gemm --source '" + corpus_path(k.file) + "' " + k.args +
+                          "' eval --problem " + k.problem + " --source '" + corpus_path(k.file) + "' " + k.args +
                           " " + mode + " --json";
   EvalRun r{test::run_command(cmd), json::object()};
   try {
@@ -255,11 +260,11 @@ TEST_P(WrongKernels, RejectedByTheNamedCheck) {
     if (c.value("name", "") == check) listed = listed || !c.value("passed", true);
   EXPECT_TRUE(listed) << k.file << ": no failed '" << check << "' entry in verify.checks: " << v.dump(1);
 
-  // Element-wise failures point at the first bad element of C.
+  // Element-wise failures point at the first bad element of the output (gemm's C).
   const std::string element = v.value("element_check", check);
   if (element == "bound" || element == "finite" || element == "all_zero" || element == "poison") {
     ASSERT_TRUE(v.contains("first_bad")) << k.file << ": " << v.dump(1);
-    EXPECT_EQ(v.at("first_bad").value("tensor", ""), "C");
+    EXPECT_EQ(v.at("first_bad").value("tensor", ""), k.output);
   }
   if (k.off_requested_shape) {
     ASSERT_TRUE(v.contains("failed_sizes")) << v.dump(1);
