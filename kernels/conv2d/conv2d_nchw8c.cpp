@@ -90,7 +90,9 @@ static inline __attribute__((always_inline)) void step8(vf acc[KB8][OW], Px px, 
 // The reduction of one micro-tile (NP pixels from q0, filter blocks kb + kmap[b]) over channel
 // blocks cb0..cb1 and the window rows r0..r1 that fall inside the image (row r reads input row
 // h0 + r*dil). MODE 0: interior, stride 1 (pixel j at a constant offset 8j from one pointer);
-// 1: interior, any stride; 2: border (a pointer per pixel and tap, zeros outside the image).
+// 1: any other tile (a pointer per pixel and tap, to zeros outside the image). (An interior
+// path for stride > 1 was a third instantiation of every tile width: compile time, for the
+// strided layers only.)
 template <int NP, int MODE>
 static inline void reduce(const View& v, vf acc[KB8][OW], const int* kmap, int kb, int cb0,
                           int cb1, int h0, int r0, int r1, int q0, int stride, int pad, int dil) {
@@ -107,10 +109,6 @@ static inline void reduce(const View& v, vf acc[KB8][OW], const int* kmap, int k
         if constexpr (MODE == 0) {
           const float* x0 = xrow + (long long)c0 * 8;
           step8<NP>(acc, [&](int j) { return x0 + 8 * j; }, wb);
-        } else if constexpr (MODE == 1) {
-          const float* x0 = xrow + (long long)c0 * 8;
-          const long long xs = 8ll * stride;
-          step8<NP>(acc, [&](int j) { return x0 + xs * j; }, wb);
         } else {
           const float* xp[NP];
 #pragma GCC unroll 8
@@ -145,10 +143,8 @@ static void tile(const View& v, int kb, int kbb, int pl, int cb0, int cb1, bool 
   const int vlo = q0 * stride - pad, vhi = (q0 + NP - 1) * stride - pad + (v.S - 1) * dil;
   if (vlo >= 0 && vhi < v.W && stride == 1)
     reduce<NP, 0>(v, acc, kmap, kb, cb0, cb1, h0, r0, r1, q0, stride, pad, dil);
-  else if (vlo >= 0 && vhi < v.W)
-    reduce<NP, 1>(v, acc, kmap, kb, cb0, cb1, h0, r0, r1, q0, stride, pad, dil);
   else
-    reduce<NP, 2>(v, acc, kmap, kb, cb0, cb1, h0, r0, r1, q0, stride, pad, dil);
+    reduce<NP, 1>(v, acc, kmap, kb, cb0, cb1, h0, r0, r1, q0, stride, pad, dil);
 #pragma GCC unroll 8
   for (int b = 0; b < KB8; ++b)
     if (b < kuse)
