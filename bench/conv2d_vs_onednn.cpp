@@ -8,7 +8,9 @@
 // with the blocked layouts it prefers (format any; reorders not timed, the best case for it).
 // Where C and K are multiples of 8, kforge's blocked-layout problem conv2d_nchw8c (x, y nChw8c,
 // w OIhw8i8o) is tuned and timed in the same rounds too: on AVX2 that is the layout oneDNN's
-// "any" picks (the program checks and prints it), so neither side reorders anything.
+// "any" picks (the program checks and prints it), so neither side reorders anything. Where C < 8
+// (a first layer, an image filter) conv2d_nchw8c_xplain takes its place: x plain, w OIhw8o,
+// y nChw8c (oneDNN keeps x plain there too; its w is Ohwi8o, prepared beforehand as ours is).
 // The table shows the median ratio over rounds, its spread (min..max), and the SOL fractions.
 // CPU timings are CPU timings: the figures describe this machine, not a GPU.
 #include <algorithm>
@@ -97,12 +99,19 @@ class OneDnnConv {
     strm_.wait();
   }
   [[nodiscard]] std::string impl() const { return pd_.impl_info_str(); }
-  // Whether oneDNN runs on conv2d_nchw8c's layouts: x, y nChw8c and w OIhw8i8o.
-  [[nodiscard]] bool nchw8c() const {
-    const auto& src = pd_.src_desc();
-    return src == dnnl::memory::desc(src.dims(), dt::f32, tag::nChw8c) &&
-           pd_.dst_desc() == dnnl::memory::desc(pd_.dst_desc().dims(), dt::f32, tag::nChw8c) &&
-           pd_.weights_desc() == dnnl::memory::desc(pd_.weights_desc().dims(), dt::f32, tag::OIhw8i8o);
+  // The layouts oneDNN runs on, "x/w/y" (e.g. nChw8c/OIhw8i8o/nChw8c), "?" for one not listed.
+  [[nodiscard]] std::string layouts() const {
+    const auto name = [](const dnnl::memory::desc& d, std::initializer_list<std::pair<tag, const char*>> tags) {
+      for (const auto& [t, n] : tags)
+        if (d == dnnl::memory::desc(d.dims(), dt::f32, t)) return std::string(n);
+      return std::string("?");
+    };
+    const auto act = {std::pair{tag::nchw, "nchw"}, std::pair{tag::nChw8c, "nChw8c"}, std::pair{tag::nhwc, "nhwc"},
+                      std::pair{tag::nChw16c, "nChw16c"}};
+    return name(pd_.src_desc(), act) + "/" +
+           name(pd_.weights_desc(), {std::pair{tag::oihw, "oihw"}, std::pair{tag::OIhw8i8o, "OIhw8i8o"},
+                                     std::pair{tag::Ohwi8o, "Ohwi8o"}, std::pair{tag::OIhw16i16o, "OIhw16i16o"}}) +
+           "/" + name(pd_.dst_desc(), act);
   }
 
  private:
@@ -140,8 +149,7 @@ double time_median(OneDnnConv& c) {
 }
 
 struct Row {
-  std::string shape, kernel, params, params8c, dnnl_impl;
-  bool any_is_nchw8c = false;
+  std::string shape, kernel, params, problem8c, params8c, dnnl_impl, any_layouts;
   std::vector<double> kf_ms, kf8c_ms, plain_ms, blocked_ms, ratio_plain, ratio_blocked, ratio8c_blocked, ratio8c_nchw;
   double sol = 0, sol8c = 0, sol_plain = 0, sol_blocked = 0;
 };
@@ -197,13 +205,16 @@ Row run_shape(Backend& backend, const Ceilings& ceil, const Shape& sh, int budge
   row.shape = sh.name;
   const EvalRequest req = prepare(backend, "conv2d", sh, budget, threads, row.params);
   row.kernel = req.kernel.name;
-  // The blocked layout where the sizes allow it (C, K multiples of 8).
-  const bool blocked8 = sh.sizes.at("C") % 8 == 0 && sh.sizes.at("K") % 8 == 0;
-  const EvalRequest req8 = blocked8 ? prepare(backend, "conv2d_nchw8c", sh, budget, threads, row.params8c) : EvalRequest{};
+  // The blocked layout where the sizes allow it: conv2d_nchw8c for C, K multiples of 8,
+  // conv2d_nchw8c_xplain (x plain, as oneDNN keeps it) for C < 8 with K a multiple of 8.
+  const std::int64_t C = sh.sizes.at("C"), K = sh.sizes.at("K");
+  row.problem8c = K % 8 != 0 ? "" : C % 8 == 0 ? "conv2d_nchw8c" : C < 8 ? "conv2d_nchw8c_xplain" : "";
+  const bool blocked8 = !row.problem8c.empty();
+  const EvalRequest req8 = blocked8 ? prepare(backend, row.problem8c, sh, budget, threads, row.params8c) : EvalRequest{};
   const Instance inst = problem->make_instance(req.sizes, DType::fp32, Distribution::normal, 7, 0);
   OneDnnConv plain(req.sizes, inst, false), blocked(req.sizes, inst, true);
   row.dnnl_impl = plain.impl() + " / " + blocked.impl();
-  row.any_is_nchw8c = blocked.nchw8c();
+  row.any_layouts = blocked.layouts();
   for (int r = 0; r < rounds; ++r) {
     const double kf = time_kforge(req, backend), dp = time_median(plain), db = time_median(blocked);
     row.kf_ms.push_back(kf * 1e3);
@@ -276,18 +287,19 @@ int main(int argc, char** argv) {
   bool any8 = false;
   for (const auto& r : rows) any8 = any8 || !r.kf8c_ms.empty();
   if (any8) {
-    fmt::print("\nconv2d_nchw8c (x, y nChw8c, w OIhw8i8o) in the same rounds:\n");
-    fmt::print("{:<24} {:>9} {:>10} {:>7} {:>14} {:>14} {:>9}  {}\n", "shape (N=1)", "nchw8c ms", "dnnl any",
-               "SOL 8c", "ratio any", "vs kf nchw", "any=8c", "tuned parameters");
+    fmt::print("\nkforge's blocked layouts in the same rounds: conv2d_nchw8c (x, y nChw8c, w OIhw8i8o), "
+               "conv2d_nchw8c_xplain (x nchw, w OIhw8o, y nChw8c):\n");
+    fmt::print("{:<24} {:>9} {:>10} {:>7} {:>14} {:>14}  {:<26} {:<21} {}\n", "shape (N=1)", "kforge ms", "dnnl any",
+               "SOL kf", "ratio any", "vs kf nchw", "oneDNN any x/w/y", "problem", "tuned parameters");
     for (const auto& r : rows) {
       if (r.kf8c_ms.empty()) continue;
-      fmt::print("{:<24} {:>9.3f} {:>10.3f} {:>7.3f} {:>5.2f}x {:>8} {:>5.2f}x {:>8} {:>9}  {}\n", r.shape,
+      fmt::print("{:<24} {:>9.3f} {:>10.3f} {:>7.3f} {:>5.2f}x {:>8} {:>5.2f}x {:>8}  {:<26} {:<21} {}\n", r.shape,
                  median(r.kf8c_ms), median(r.blocked_ms), r.sol8c, median(r.ratio8c_blocked),
-                 spread(r.ratio8c_blocked), median(r.ratio8c_nchw), spread(r.ratio8c_nchw),
-                 r.any_is_nchw8c ? "yes" : "NO", r.params8c);
+                 spread(r.ratio8c_blocked), median(r.ratio8c_nchw), spread(r.ratio8c_nchw), r.any_layouts,
+                 r.problem8c, r.params8c);
     }
-    fmt::print("(ratio any = oneDNN \"any\" / conv2d_nchw8c; vs kf nchw = kforge conv2d (NCHW) / conv2d_nchw8c; "
-               "any=8c: oneDNN's chosen layouts are nChw8c/OIhw8i8o, so no reorder on either side)\n");
+    fmt::print("(ratio any = oneDNN \"any\" / kforge blocked; vs kf nchw = kforge conv2d (NCHW) / kforge blocked; "
+               "x and y in the layouts oneDNN picked: no reorder on either side, except w where oneDNN's differs)\n");
   }
   for (const auto& r : rows) fmt::print("oneDNN implementation, {}: {}\n", r.shape, r.dnnl_impl);
   return 0;

@@ -1,14 +1,17 @@
-// conv2d_nchw8c for the opencl backend: direct convolution with channels blocked by 8 (x, y
-// nChw8c, w OIhw8i8o; see conv2d_nchw8c_problem.cpp), any R, S, stride, pad, dil.
+// conv2d_nchw8c and conv2d_nchw8c_xplain for the opencl backend: direct convolution with the
+// filters and y blocked by 8 (w OIhw8i8o or OIhw8o, y nChw8c), x blocked by XB = 8 (nChw8c) or
+// plain (XB = 1); see conv2d_nchw8c_problem.cpp. Any R, S, stride, pad, dil.
 // Work-item (tq, tk) of work-group (gx, gy, n*P + p) computes QWI output pixels, q = (gx*QDIM +
 // tq)*QWI + j, for the 8 filters of block kb = gy*KDIM + tk: QWI float8 accumulators. Per
-// (channel block, tap) it loads the block's 8x8 weights as 8 float8 (one per input channel) and
-// each pixel's 8 channels as one float8, then 64 lane-broadcast FMAs per pixel. Straight from
+// (channel block, tap) it loads the block's XB x 8 weights as XB float8 (one per input channel)
+// and each pixel's XB channels (one float8 when XB = 8), then 8*XB lane-broadcast FMAs per
+// pixel. Straight from
 // global memory, through the cache: the weights of a filter block are read by the QDIM
 // work-items of a row, the pixels by the KDIM filter blocks (simple and correct; the cpu
 // kernel is the tuned one).
 //
 // Parameters (all #defines):
+//   XB    channels per block of x: 8 or 1, fixed by the problem's spec
 //   QWI   output pixels per work-item
 //   QDIM  work-items along the output row (local size x)
 //   KDIM  filter blocks per work-group (local size y)
@@ -27,7 +30,7 @@ void conv2d_nchw8c(__global const T* x, __global const T* w, __global T* y, int 
                    int W, int K, int R, int S, int stride, int pad, int dil) {
   const int P = (H + 2 * pad - dil * (R - 1) - 1) / stride + 1;
   const int Q = (W + 2 * pad - dil * (S - 1) - 1) / stride + 1;
-  const int C8 = C / 8, K8 = K / 8;
+  const int CB = C / XB, K8 = K / 8;
   const int q0 = (get_group_id(0) * QDIM + get_local_id(0)) * QWI;
   const int kb = get_group_id(1) * KDIM + get_local_id(1);
   const int n = get_group_id(2) / P, p = get_group_id(2) % P;
@@ -35,21 +38,25 @@ void conv2d_nchw8c(__global const T* x, __global const T* w, __global T* y, int 
 
   float8 acc[QWI];
   for (int j = 0; j < QWI; ++j) acc[j] = (float8)(0.0f);
-  for (int cb = 0; cb < C8; ++cb)
+  for (int cb = 0; cb < CB; ++cb)
     for (int r = 0; r < R; ++r) {
       const int h = p * stride - pad + r * dil;
       if (h < 0 || h >= H) continue;
-      __global const T* xr = x + (((long)n * C8 + cb) * H + h) * W * 8;
-      __global const T* wr = w + (((long)kb * C8 + cb) * R + r) * S * 64;
+      __global const T* xr = x + (((long)n * CB + cb) * H + h) * W * XB;
+      __global const T* wr = w + (((long)kb * CB + cb) * R + r) * S * XB * 8;
       for (int s = 0; s < S; ++s) {
-        float8 wv[8];
-        for (int ci = 0; ci < 8; ++ci) wv[ci] = KF_LOADN(8, wr + s * 64 + ci * 8);
+        float8 wv[XB];
+        for (int ci = 0; ci < XB; ++ci) wv[ci] = KF_LOADN(8, wr + (s * XB + ci) * 8);
 #pragma unroll
         for (int j = 0; j < QWI; ++j) {
           const int col = (q0 + j) * stride - pad + s * dil;
           if (col < 0 || col >= W) continue;
+#if XB == 8
           const float8 xv = KF_LOADN(8, xr + (long)col * 8);
           KF_FMA8(acc[j], xv, wv);
+#else
+          for (int ci = 0; ci < XB; ++ci) acc[j] = fma((float8)(kf_load(xr + (long)col * XB + ci)), wv[ci], acc[j]);
+#endif
         }
       }
     }

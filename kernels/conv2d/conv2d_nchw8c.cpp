@@ -1,31 +1,35 @@
-// conv2d_nchw8c for the cpu backend: direct convolution with channels blocked by 8 (x, y
-// nChw8c, w OIhw8i8o; see conv2d_nchw8c_problem.cpp), any R, S, stride, pad, dil.
+// conv2d_nchw8c and conv2d_nchw8c_xplain for the cpu backend: direct convolution with the
+// filters and y blocked by 8 (w OIhw8i8o or OIhw8o, y nChw8c) and x either blocked too (nChw8c,
+// XB = 8) or plain NCHW (XB = 1, for C < 8: a network's first layer, an image filter); see
+// conv2d_nchw8c_problem.cpp. Any R, S, stride, pad, dil.
 // The vector runs over the 8 filters of a block, not along the output row (conv2d.cpp's NCHW
 // plan): a micro-tile keeps OW output pixels x KB8 filter blocks in KB8*OW accumulators, and
-// per reduction step (channel c of a block, window tap (r, s)) it loads KB8 aligned 8-filter
-// weight vectors, broadcasts OW input values (one per pixel, x[.., c%8] of that pixel) and
-// issues KB8*OW FMAs. No load splits a cache line and no lane computes a discarded output.
-// Each pixel's 8 channels of a block are adjacent, so the 8 steps of one (block, tap) read one
-// 32-byte input vector per pixel and 8 consecutive weight vectors per filter block.
+// per reduction step (channel c, window tap (r, s)) it loads KB8 aligned 8-filter weight
+// vectors, broadcasts OW input values (one per pixel) and issues KB8*OW FMAs. No load splits a
+// cache line and no lane computes a discarded output. With XB = 8 a pixel's 8 channels of a
+// block are adjacent, so the 8 steps of one (block, tap) read one 32-byte input vector per
+// pixel and 8 consecutive weight vectors per filter block.
 //
 // A pool block owns PB output rows x KBB filter blocks of one image; grid
-// (ceil_div(P, PB), ceil_div(K/8, KBB), N). The reduction runs in chunks of CBB channel blocks;
-// between chunks the partial sums wait in y (fp32) or in an fp32 buffer (16-bit storage, where
-// x and w are also converted to fp32 once per block). Padding: a tile whose pixels all read
-// inside the image (the interior) forms its addresses from one base; a tile at the border or
-// past the row's end gives each pixel its own pointer per tap, to a zero vector where the tap
-// falls outside the image; rows outside the image are skipped.
+// (ceil_div(P, PB), ceil_div(K/8, KBB), N). The reduction runs in chunks of CBB channel blocks
+// (of XB channels); between chunks the partial sums wait in y (fp32) or in an fp32 buffer
+// (16-bit storage, where x and w are also converted to fp32 once per block). Padding: a tile
+// whose pixels all read inside the image (the interior) at stride 1 forms its addresses from
+// one base; any other tile gives each pixel its own pointer per tap, to a zero vector where the
+// tap falls outside the image; rows outside the image are skipped.
 //
 // Parameters (all #defines):
+//   XB    channels per block of x: 8 (nChw8c) or 1 (plain NCHW); fixed by the problem's spec
 //   OW    output pixels per micro-tile
 //   KB8   filter blocks (of 8) per micro-tile: accumulators KB8 * OW vectors
 //   KBB   filter blocks per pool block (a multiple of KB8)
 //   PB    output rows per pool block
-//   CBB   channel blocks per reduction chunk (>= C/8: one chunk, no partial sums)
-//   ORD   0: for each filter group, every pixel tile of a row (the group's weights stay in L1);
-//         1: for each pixel tile, every filter group (the tile's input stays in L1)
+//   CBB   channel blocks per reduction chunk (>= C/XB: one chunk, no partial sums)
+//   ORD   0: for each filter group, every pixel tile of the block's rows (the group's weights
+//         of the chunk stay in L1); 1: for each pixel tile, every filter group (the tile's
+//         input stays in L1)
 // The vector width is the layout's 8 floats (one ymm register); on AVX-512 the same code runs
-// on 256-bit registers (32 of them): a 16-wide kernel would want nChw16c.
+// on 256-bit registers (32 of them): a 16-wide kernel would want nChw16c and OIhw16i16o.
 #include <immintrin.h>
 
 #include <cstdlib>
@@ -43,14 +47,14 @@
 alignas(32) static const float kZero8[8] = {};
 
 // Where a micro-tile reads and writes. x at (channel block, row h) is xf + (cb*xrows + h -
-// hlo)*W*8; the filter block kb's taps of channel block cb are wf + (kb*C8 + cb)*RS*64; the
+// hlo)*W*XB; the filter block kb's taps of channel block cb are wf + (kb*CB + cb)*RS*XB*8; the
 // partial sums of filter block kb, output row p (block-relative), pixel q at yf + kb*ykp +
 // p*Q*8 + q*8.
 struct View {
   const float* xf;
   const float* wf;
   float* yf;
-  int W, C8, RS, S, xrows, hlo, Q;
+  int W, CB, RS, S, xrows, hlo, Q;
   long long ykp;
 };
 
@@ -65,12 +69,12 @@ static inline __attribute__((always_inline)) vf bcast(const float* p) {
 #endif
 }
 
-// One (channel block, tap) step: 8 channels, each KB8 weight vectors (held in registers) times
-// NP broadcast input values; px(j) is pixel j's 8 channels, wb[b] filter block b's 8x8 taps.
+// One (channel block, tap) step: XB channels, each KB8 weight vectors (held in registers) times
+// NP broadcast input values; px(j) is pixel j's XB channels, wb[b] filter block b's XB x 8 taps.
 template <int NP, class Px>
 static inline __attribute__((always_inline)) void step8(vf acc[KB8][OW], Px px, const float* const* wb) {
 #pragma GCC unroll 8
-  for (int ci = 0; ci < 8; ++ci) {
+  for (int ci = 0; ci < XB; ++ci) {
     vf wv[KB8];
 #pragma GCC unroll 8
     for (int b = 0; b < KB8; ++b) {
@@ -97,29 +101,29 @@ template <int NP, int MODE>
 static inline void reduce(const View& v, vf acc[KB8][OW], const int* kmap, int kb, int cb0,
                           int cb1, int h0, int r0, int r1, int q0, int stride, int pad, int dil) {
   const int S = v.S, W = v.W;
-  const long long wks = (long long)v.C8 * v.RS * 64;  // one filter block to the next in w
+  const long long wks = (long long)v.CB * v.RS * XB * 8;  // one filter block to the next in w
   for (int cb = cb0; cb < cb1; ++cb)
     for (int r = r0; r < r1; ++r) {
-      const float* xrow = v.xf + ((long long)cb * v.xrows + h0 + r * dil - v.hlo) * W * 8;
+      const float* xrow = v.xf + ((long long)cb * v.xrows + h0 + r * dil - v.hlo) * W * XB;
       const float* wb[KB8];
 #pragma GCC unroll 8
-      for (int b = 0; b < KB8; ++b) wb[b] = v.wf + (kb + kmap[b]) * wks + ((long long)cb * v.RS + r * S) * 64;
+      for (int b = 0; b < KB8; ++b) wb[b] = v.wf + (kb + kmap[b]) * wks + ((long long)cb * v.RS + r * S) * XB * 8;
       for (int s = 0; s < S; ++s) {
         const int c0 = q0 * stride - pad + s * dil;  // pixel 0's input column
         if constexpr (MODE == 0) {
-          const float* x0 = xrow + (long long)c0 * 8;
-          step8<NP>(acc, [&](int j) { return x0 + 8 * j; }, wb);
+          const float* x0 = xrow + (long long)c0 * XB;
+          step8<NP>(acc, [&](int j) { return x0 + XB * j; }, wb);
         } else {
           const float* xp[NP];
 #pragma GCC unroll 8
           for (int j = 0; j < NP; ++j) {
             const int col = c0 + j * stride;
-            xp[j] = col >= 0 && col < W ? xrow + (long long)col * 8 : kZero8;
+            xp[j] = col >= 0 && col < W ? xrow + (long long)col * XB : kZero8;
           }
           step8<NP>(acc, [&](int j) { return xp[j]; }, wb);
         }
 #pragma GCC unroll 8
-        for (int b = 0; b < KB8; ++b) wb[b] += 64;
+        for (int b = 0; b < KB8; ++b) wb[b] += XB * 8;
       }
     }
 }
@@ -171,12 +175,12 @@ static void conv2d_nchw8c_block(const kf_ctx& ctx, const T* x, const T* w, T* y,
   (void)N;
   const int P = (H + 2 * pad - dil * (R - 1) - 1) / stride + 1;
   const int Q = (W + 2 * pad - dil * (S - 1) - 1) / stride + 1;
-  const int C8 = C / 8, K8 = K / 8, RS = R * S;
+  const int CB = C / XB, K8 = K / 8, RS = R * S;
   const int p0 = (int)ctx.block_idx.x * PB, kb0 = (int)ctx.block_idx.y * KBB, n = (int)ctx.block_idx.z;
   const int pb = P - p0 < PB ? P - p0 : PB, kbb = K8 - kb0 < KBB ? K8 - kb0 : KBB;
-  const long long wblock = (long long)C8 * RS * 64;  // floats of one filter block in w
+  const long long wblock = (long long)CB * RS * XB * 8;  // floats of one filter block in w
   View v;
-  v.W = W, v.C8 = C8, v.RS = RS, v.S = S, v.Q = Q;
+  v.W = W, v.CB = CB, v.RS = RS, v.S = S, v.Q = Q;
 #if KF_SIXTEEN
   // 16-bit storage: the input rows this block reads and its filters, converted to fp32 once;
   // partial sums in an fp32 buffer [kb][pl][q][8], rounded into y at the end.
@@ -184,12 +188,12 @@ static void conv2d_nchw8c_block(const kf_ctx& ctx, const T* x, const T* w, T* y,
   hlo = hlo < 0 ? 0 : hlo;
   hhi = hhi > H ? H : hhi;
   const int xrows = hhi > hlo ? hhi - hlo : 1;
-  float* xs = (float*)scratch(0, 4ll * C8 * xrows * W * 8);
-  for (int cb = 0; cb < C8; ++cb)
+  float* xs = (float*)scratch(0, 4ll * CB * xrows * W * XB);
+  for (int cb = 0; cb < CB; ++cb)
     for (int h = hlo; h < hhi; ++h) {
-      const T* src = x + ((((long long)n * C8 + cb) * H + h) * W) * 8;
-      float* dst = xs + ((long long)cb * xrows + h - hlo) * W * 8;
-      for (long long e = 0; e < (long long)W * 8; ++e) dst[e] = to_f32(src[e]);
+      const T* src = x + ((((long long)n * CB + cb) * H + h) * W) * XB;
+      float* dst = xs + ((long long)cb * xrows + h - hlo) * W * XB;
+      for (long long e = 0; e < (long long)W * XB; ++e) dst[e] = to_f32(src[e]);
     }
   float* ws = (float*)scratch(1, 4ll * kbb * wblock);
   for (long long e = 0; e < kbb * wblock; ++e) ws[e] = to_f32(w[kb0 * wblock + e]);
@@ -198,7 +202,7 @@ static void conv2d_nchw8c_block(const kf_ctx& ctx, const T* x, const T* w, T* y,
   v.wf = ws;
   v.yf = yb, v.ykp = (long long)pb * Q * 8;
 #else
-  v.xf = x + (long long)n * C8 * H * W * 8, v.xrows = H, v.hlo = 0;
+  v.xf = x + (long long)n * CB * H * W * XB, v.xrows = H, v.hlo = 0;
   v.wf = w + kb0 * wblock;
   v.yf = y + (((long long)n * K8 + kb0) * P + p0) * Q * 8, v.ykp = (long long)P * Q * 8;
 #endif
@@ -208,8 +212,8 @@ static void conv2d_nchw8c_block(const kf_ctx& ctx, const T* x, const T* w, T* y,
   const int ntile = (Q + OW - 1) / OW, wide = Q / ntile, nwider = Q % ntile;
   const auto tile_q0 = [&](int t) { return t * wide + (t < nwider ? t : nwider); };
   const auto tile_np = [&](int t) { return wide + (t < nwider ? 1 : 0); };
-  for (int cb0 = 0; cb0 < C8; cb0 += CBB) {
-    const int cb1 = C8 - cb0 < CBB ? C8 : cb0 + CBB;
+  for (int cb0 = 0; cb0 < CB; cb0 += CBB) {
+    const int cb1 = CB - cb0 < CBB ? CB : cb0 + CBB;
     const bool first = cb0 == 0;
     const auto row = [&](int pl, int& h0, int& r0, int& r1) {
       // The window rows inside the image: h0 + r*dil in [0, H).
@@ -220,7 +224,7 @@ static void conv2d_nchw8c_block(const kf_ctx& ctx, const T* x, const T* w, T* y,
     };
     int h0, r0, r1;
     if (ORD == 0) {
-      // A filter group's weights of the chunk (KB8*CBB*R*S*64 floats) stay in L1 while every
+      // A filter group's weights of the chunk (KB8*CBB*R*S*XB*8 floats) stay in L1 while every
       // pixel tile of the pool block's rows uses them.
       for (int kb = 0; kb < kbb; kb += KB8)
         for (int pl = 0; pl < pb; ++pl) {

@@ -1,5 +1,6 @@
-// conv2d_nchw8c for the cuda backend: direct convolution with channels blocked by 8 (x, y
-// nChw8c, w OIhw8i8o; see conv2d_nchw8c_problem.cpp), any R, S, stride, pad, dil.
+// conv2d_nchw8c and conv2d_nchw8c_xplain for the cuda backend: direct convolution with the
+// filters and y blocked by 8 (w OIhw8i8o or OIhw8o, y nChw8c), x blocked by XB = 8 (nChw8c) or
+// plain (XB = 1); see conv2d_nchw8c_problem.cpp. Any R, S, stride, pad, dil.
 // Thread (tx, ty) of block (n*P + p, by, bz) owns one output element: lane ko = tx % 8 of pixel
 // q = by*QDIM + tx/8, filter block kb = bz*KDIM + ty. So 8 adjacent threads are one pixel's 8
 // filters: they write 32 adjacent bytes of y and read 8 adjacent weights of w (the o lanes are
@@ -8,6 +9,7 @@
 // it compiles (NVRTC, every test run) and is not tuned.
 //
 // Parameters (all #defines):
+//   XB    channels per block of x: 8 or 1, fixed by the problem's spec
 //   QDIM  output pixels per block (blockDim.x = 8 * QDIM)
 //   KDIM  filter blocks per block (blockDim.y)
 // Grid: x = N * P (the large dimension), y = ceil(Q / QDIM), z = ceil(K/8 / KDIM).
@@ -18,24 +20,24 @@ conv2d_nchw8c(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ 
               int H, int W, int K, int R, int S, int stride, int pad, int dil) {
   const int P = (H + 2 * pad - dil * (R - 1) - 1) / stride + 1;
   const int Q = (W + 2 * pad - dil * (S - 1) - 1) / stride + 1;
-  const int C8 = C / 8, K8 = K / 8;
+  const int CB = C / XB, K8 = K / 8;
   const int q = blockIdx.y * QDIM + threadIdx.x / 8, ko = threadIdx.x % 8;
   const int kb = blockIdx.z * KDIM + threadIdx.y;
   const int n = blockIdx.x / P, p = blockIdx.x % P;
   if (q >= Q || kb >= K8) return;
   float acc = 0.0f;
-  for (int cb = 0; cb < C8; ++cb)
+  for (int cb = 0; cb < CB; ++cb)
     for (int r = 0; r < R; ++r) {
       const int h = p * stride - pad + r * dil;
       if (h < 0 || h >= H) continue;
-      const T* xr = x + (((long long)n * C8 + cb) * H + h) * W * 8;
-      const T* wr = w + (((long long)kb * C8 + cb) * R + r) * S * 64 + ko;
+      const T* xr = x + (((long long)n * CB + cb) * H + h) * W * XB;
+      const T* wr = w + (((long long)kb * CB + cb) * R + r) * S * XB * 8 + ko;
       for (int s = 0; s < S; ++s) {
         const int col = q * stride - pad + s * dil;
         if (col < 0 || col >= W) continue;
 #pragma unroll
-        for (int ci = 0; ci < 8; ++ci)
-          acc = fmaf(kf_to_f32(__ldg(xr + (long long)col * 8 + ci)), kf_to_f32(__ldg(wr + s * 64 + ci * 8)), acc);
+        for (int ci = 0; ci < XB; ++ci)
+          acc = fmaf(kf_to_f32(__ldg(xr + (long long)col * XB + ci)), kf_to_f32(__ldg(wr + (s * XB + ci) * 8)), acc);
       }
     }
   y[((((long long)n * K8 + kb) * P + p) * Q + q) * 8 + ko] = kf_from_f32(acc);

@@ -35,6 +35,7 @@ struct Nchw8c {
                          " must be a multiple of 8 (conv2d_nchw8c blocks channels by 8); use conv2d "
                          "(NCHW) for other channel counts");
   }
+  static Sizes default_sizes() { return conv2d_layout::resnet_conv2x(); }
   // x as rows of one image row of a channel block (W pixels x 8 channels), w as rows of one
   // (block, tap)'s 8x8 weights; y stays as drawn.
   static std::vector<std::int64_t> structured_rows(const Sizes& s) { return {s.at("W") * 8, 64, -1}; }
@@ -44,10 +45,48 @@ struct Nchw8c {
   }
 };
 
+struct Nchw8cXplain {
+  static std::string name() { return "conv2d_nchw8c_xplain"; }
+  static std::string description() {
+    return "direct 2-D convolution, x plain, filters and y blocked by 8 (for C < 8): x (N,C,H,W) * "
+           "w (K/8,C,R,S,8k) -> y (N,K/8,P,Q,8), stride, pad, dil; K a multiple of 8";
+  }
+  using Dims = conv2d_layout::Dims;
+  static std::int64_t xi(const Dims& d, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
+    return ((n * d.C + c) * d.H + h) * d.W + w;
+  }
+  static std::int64_t wi(const Dims& d, std::int64_t k, std::int64_t c, std::int64_t r, std::int64_t s) {
+    return ((((k / 8) * d.C + c) * d.R + r) * d.S + s) * 8 + k % 8;
+  }
+  static std::int64_t yi(const Dims& d, std::int64_t n, std::int64_t k, std::int64_t p, std::int64_t q) {
+    return Nchw8c::yi(d, n, k, p, q);
+  }
+  static void check(const Sizes& s) {
+    if (s.at("K") % 8 != 0)
+      throw UsageError("size K=" + std::to_string(s.at("K")) +
+                       " must be a multiple of 8 (conv2d_nchw8c_xplain blocks filters by 8); use conv2d "
+                       "(NCHW) for other filter counts");
+  }
+  // ResNet-50's first layer (C = 3, 7x7, stride 2) at batch 1: the layer this layout is for.
+  static Sizes default_sizes() {
+    return {{"N", 1}, {"C", 3}, {"H", 224}, {"W", 224}, {"K", 64}, {"R", 7}, {"S", 7},
+            {"stride", 2}, {"pad", 3}, {"dil", 1}};
+  }
+  // x as image rows, w as rows of one (block, channel, tap)'s 8 filters... of a filter row's S taps.
+  static std::vector<std::int64_t> structured_rows(const Sizes& s) { return {s.at("W"), s.at("S") * 8, -1}; }
+  static std::vector<std::string> kernel_specs() {
+    return {"kernels/conv2d/conv2d_nchw8c_xplain_cpu.json", "kernels/conv2d/conv2d_nchw8c_xplain_opencl.json",
+            "kernels/conv2d/conv2d_nchw8c_xplain_cuda.json"};
+  }
+};
+
 }  // namespace
 
 std::shared_ptr<Problem> make_conv2d_nchw8c_problem() {
   return std::make_shared<conv2d_layout::Conv2dProblem<Nchw8c>>();
+}
+std::shared_ptr<Problem> make_conv2d_nchw8c_xplain_problem() {
+  return std::make_shared<conv2d_layout::Conv2dProblem<Nchw8cXplain>>();
 }
 
 }  // namespace kforge

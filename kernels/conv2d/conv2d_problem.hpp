@@ -19,6 +19,12 @@
 
 namespace kforge::conv2d_layout {
 
+// A ResNet-50 3x3 layer (conv2_x) at batch 1: what a user tunes first, and quick to verify.
+inline Sizes resnet_conv2x() {
+  return {{"N", 1}, {"C", 64}, {"H", 56}, {"W", 56}, {"K", 64}, {"R", 3}, {"S", 3},
+          {"stride", 1}, {"pad", 1}, {"dil", 1}};
+}
+
 // Output extent along one dimension; < 1 when the (dilated) window does not fit.
 inline std::int64_t out_extent(std::int64_t in, std::int64_t window, const Sizes& s) {
   return (in + 2 * s.at("pad") - s.at("dil") * (window - 1) - 1) / s.at("stride") + 1;
@@ -39,6 +45,7 @@ struct Dims {
 //   static void check(const Sizes&)                    extra rules (throws UsageError);
 //   static std::vector<std::int64_t> structured_rows(const Sizes&);
 //   static std::vector<std::string> kernel_specs();
+//   static Sizes default_sizes();
 template <class L>
 class Conv2dProblem final : public Problem {
  public:
@@ -47,11 +54,7 @@ class Conv2dProblem final : public Problem {
   std::vector<std::string> size_names() const override {
     return {"N", "C", "H", "W", "K", "R", "S", "stride", "pad", "dil"};
   }
-  // A ResNet-50 3x3 layer (conv2_x) at batch 1: what a user tunes first, and quick to verify.
-  Sizes default_sizes() const override {
-    return {{"N", 1}, {"C", 64}, {"H", 56}, {"W", 56}, {"K", 64}, {"R", 3}, {"S", 3},
-            {"stride", 1}, {"pad", 1}, {"dil", 1}};
-  }
+  Sizes default_sizes() const override { return L::default_sizes(); }
   std::vector<DType> dtypes() const override { return {DType::fp32, DType::fp16, DType::bf16}; }
   std::vector<TensorSpec> tensors() const override {
     return {{"x", Role::in}, {"w", Role::in}, {"y", Role::out}};

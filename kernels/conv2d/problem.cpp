@@ -23,6 +23,7 @@ struct Nchw {
     return ((n * d.K + k) * d.P + p) * d.Q + q;
   }
   static void check(const Sizes&) {}
+  static Sizes default_sizes() { return conv2d_layout::resnet_conv2x(); }
   // x as rows of W (image rows: zero rows, zero columns, identical rows), w as rows of S (a
   // filter's rows), as a problem file's "matrix" tensors take them (examples/problems/conv2d.json
   // is its twin); y stays as drawn.

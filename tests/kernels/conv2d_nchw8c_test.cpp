@@ -1,9 +1,11 @@
-// conv2d_nchw8c (channels blocked by 8: x, y nChw8c, w OIhw8i8o): its cpu and opencl kernels
+// conv2d_nchw8c (channels blocked by 8: x, y nChw8c, w OIhw8i8o) and conv2d_nchw8c_xplain (x
+// plain NCHW for C < 8, w OIhw8o, y nChw8c): their cpu and opencl kernels
 // pass kforge's verification at odd spatial shapes (H, W, P, Q multiples of no tile), stride 2
 // and 3, padding 0, 1 and wider than the window, dilation 2, 1x1 filters, filter-block counts
 // that leave a short micro-tile group and channel-block counts that need two reduction chunks;
 // fp16/bf16 storage and other tile parameters; the reference agrees with conv2d's (NCHW) on the
-// same numbers reordered; C or K not a multiple of 8 exits 2 naming the size and the rule; and
+// same numbers reordered; C or K not a multiple of 8 exits 2 naming the size and the rule (K only,
+// for the plain-x problem); and
 // wrong kernels (the last filter block dropped, a border tap read past the row) are rejected.
 #include <gtest/gtest.h>
 
@@ -44,8 +46,9 @@ class Conv2dNchw8c : public ::testing::TestWithParam<std::string> {
     backend_ = make_backend(GetParam());
     if (!backend_->can_run()) GTEST_SKIP() << "cannot run " << GetParam() << ": " << backend_->device();
   }
-  void expect_passes(const Sizes& s, DType t, const ParamValues& params = {}) {
-    const EvalResult r = evaluate(library_request("conv2d_nchw8c", GetParam(), s, t, params), *backend_);
+  void expect_passes(const Sizes& s, DType t, const ParamValues& params = {},
+                     const std::string& problem = "conv2d_nchw8c") {
+    const EvalResult r = evaluate(library_request(problem, GetParam(), s, t, params), *backend_);
     EXPECT_TRUE(r.passed()) << r.kernel << " " << describe(r);
   }
   std::unique_ptr<Backend> backend_;
@@ -71,27 +74,39 @@ TEST_P(Conv2dNchw8c, SixteenBitStorageAndOtherParametersPass) {
   }
 }
 
+// x plain: one channel (an image filter), three (a first layer, 7x7 stride 2), five with
+// dilation, odd planes, a short filter group; bf16 with other tiles.
+TEST_P(Conv2dNchw8c, PlainXPassesAtOddShapes) {
+  const std::string xplain = "conv2d_nchw8c_xplain";
+  expect_passes(conv(1, 1, 33, 65, 40, 3, 3, 1, 1, 1), DType::fp32, {}, xplain);
+  expect_passes(conv(2, 3, 29, 31, 24, 7, 7, 2, 3, 1), DType::fp32, {}, xplain);
+  expect_passes(conv(1, 5, 15, 16, 8, 3, 3, 1, 2, 2), DType::fp32, {}, xplain);
+  if (GetParam() == "cpu")
+    expect_passes(conv(1, 1, 12, 19, 24, 5, 5, 1, 2, 1), DType::bf16, {{"OW", 5}, {"KB8", 2}, {"KBB", 2}, {"CBB", 1}}, xplain);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Conv2dNchw8c, ::testing::Values("cpu", "opencl"));
 
-// The two layouts state one convolution: conv2d_nchw8c's reference on x, w reordered from an NCHW
-// instance equals conv2d's reference on that instance, element for element (reordered back).
-TEST(Conv2dNchw8cReference, AgreesWithTheNchwReference) {
-  const auto plain = find_problem("conv2d"), blocked = find_problem("conv2d_nchw8c");
-  const Sizes s = conv(2, 16, 7, 9, 24, 3, 2, 2, 1, 1);
+// The layouts state one convolution: the blocked problems' references on x, w reordered from an
+// NCHW instance equal conv2d's reference on that instance, element for element (reordered back).
+// xb: channels per block of x (8: nChw8c; 1: plain).
+void expect_reference_matches_nchw(const std::string& name, std::int64_t xb) {
+  const auto plain = find_problem("conv2d"), blocked = find_problem(name);
   const std::int64_t N = 2, C = 16, H = 7, W = 9, K = 24, R = 3, S = 2;
   const std::int64_t P = 4, Q = 5;  // (7 + 2 - 2 - 1) / 2 + 1, (9 + 2 - 1 - 1) / 2 + 1
+  const Sizes s = conv(N, C, H, W, K, R, S, 2, 1, 1);
   Instance a = plain->make_instance(s, DType::fp32, Distribution::normal, 7, 0);
   Instance b = blocked->make_instance(s, DType::fp32, Distribution::normal, 7, 0);
   for (std::int64_t n = 0; n < N; ++n)
     for (std::int64_t c = 0; c < C; ++c)
       for (std::int64_t h = 0; h < H; ++h)
         for (std::int64_t v = 0; v < W; ++v)
-          b.tensors[0][(((n * C / 8 + c / 8) * H + h) * W + v) * 8 + c % 8] = a.tensors[0][((n * C + c) * H + h) * W + v];
+          b.tensors[0][(((n * C / xb + c / xb) * H + h) * W + v) * xb + c % xb] = a.tensors[0][((n * C + c) * H + h) * W + v];
   for (std::int64_t k = 0; k < K; ++k)
     for (std::int64_t c = 0; c < C; ++c)
       for (std::int64_t r = 0; r < R; ++r)
         for (std::int64_t t = 0; t < S; ++t)
-          b.tensors[1][((((k / 8) * (C / 8) + c / 8) * R + r) * S + t) * 64 + (c % 8) * 8 + k % 8] =
+          b.tensors[1][((((k / 8) * (C / xb) + c / xb) * R + r) * S + t) * xb * 8 + (c % xb) * 8 + k % 8] =
               a.tensors[1][((k * C + c) * R + r) * S + t];
   std::vector<std::vector<double>> ya, ma, yb, mb;
   plain->reference(a, ya, ma);
@@ -103,9 +118,14 @@ TEST(Conv2dNchw8cReference, AgreesWithTheNchwReference) {
       for (std::int64_t p = 0; p < P; ++p)
         for (std::int64_t q = 0; q < Q; ++q) {
           const std::size_t i = ((n * K + k) * P + p) * Q + q, j = (((n * K / 8 + k / 8) * P + p) * Q + q) * 8 + k % 8;
-          ASSERT_EQ(ya[0][i], yb[0][j]) << n << " " << k << " " << p << " " << q;
-          ASSERT_EQ(ma[0][i], mb[0][j]);
+          ASSERT_EQ(ya[0][i], yb[0][j]) << name << " " << n << " " << k << " " << p << " " << q;
+          ASSERT_EQ(ma[0][i], mb[0][j]) << name;
         }
+}
+
+TEST(Conv2dNchw8cReference, AgreesWithTheNchwReference) {
+  expect_reference_matches_nchw("conv2d_nchw8c", 8);
+  expect_reference_matches_nchw("conv2d_nchw8c_xplain", 1);
 }
 
 // The cpu kernel with `from` replaced by `to` in its source, verified at `s`.
@@ -140,6 +160,10 @@ TEST(Conv2dNchw8cCli, SizesNotInBlocksOf8Exit2NamingTheSizeAndTheRule) {
     EXPECT_NE(r.err.find(std::string("size ") + named + "=12"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("multiple of 8"), std::string::npos) << r.err;
   }
+  const auto xplain = test::kforge_cli("verify conv2d_nchw8c_xplain --backend cpu --size K=12");
+  EXPECT_EQ(xplain.exit_code, 2) << xplain.err;
+  EXPECT_NE(xplain.err.find("size K=12"), std::string::npos) << xplain.err;
+  EXPECT_NE(xplain.err.find("multiple of 8"), std::string::npos) << xplain.err;
   const auto pad = test::kforge_cli("verify conv2d_nchw8c --backend cpu --size pad=-1");
   EXPECT_EQ(pad.exit_code, 2) << pad.err;
   EXPECT_NE(pad.err.find("pad"), std::string::npos) << pad.err;
