@@ -6,6 +6,11 @@
 // winner and oneDNN are timed one after the other; a round's ratio is oneDNN's median time
 // over kforge's. oneDNN runs twice per round: with plain NCHW tensors (kforge's contract) and
 // with the blocked layouts it prefers (format any; reorders not timed, the best case for it).
+// Where C and K are multiples of 8, kforge's blocked-layout problem conv2d_nchw8c (x, y nChw8c,
+// w OIhw8i8o) is tuned and timed in the same rounds too: on AVX2 that is the layout oneDNN's
+// "any" picks (the program checks and prints it), so neither side reorders anything. Where C < 8
+// (a first layer, an image filter) conv2d_nchw8c_xplain takes its place: x plain, w OIhw8o,
+// y nChw8c (oneDNN keeps x plain there too; its w is Ohwi8o, prepared beforehand as ours is).
 // The table shows the median ratio over rounds, its spread (min..max), and the SOL fractions.
 // CPU timings are CPU timings: the figures describe this machine, not a GPU.
 #include <algorithm>
@@ -94,6 +99,20 @@ class OneDnnConv {
     strm_.wait();
   }
   [[nodiscard]] std::string impl() const { return pd_.impl_info_str(); }
+  // The layouts oneDNN runs on, "x/w/y" (e.g. nChw8c/OIhw8i8o/nChw8c), "?" for one not listed.
+  [[nodiscard]] std::string layouts() const {
+    const auto name = [](const dnnl::memory::desc& d, std::initializer_list<std::pair<tag, const char*>> tags) {
+      for (const auto& [t, n] : tags)
+        if (d == dnnl::memory::desc(d.dims(), dt::f32, t)) return std::string(n);
+      return std::string("?");
+    };
+    const auto act = {std::pair{tag::nchw, "nchw"}, std::pair{tag::nChw8c, "nChw8c"}, std::pair{tag::nhwc, "nhwc"},
+                      std::pair{tag::nChw16c, "nChw16c"}};
+    return name(pd_.src_desc(), act) + "/" +
+           name(pd_.weights_desc(), {std::pair{tag::oihw, "oihw"}, std::pair{tag::OIhw8i8o, "OIhw8i8o"},
+                                     std::pair{tag::Ohwi8o, "Ohwi8o"}, std::pair{tag::OIhw16i16o, "OIhw16i16o"}}) +
+           "/" + name(pd_.dst_desc(), act);
+  }
 
  private:
   dnnl::memory fill(const std::vector<double>& v, const dnnl::memory::desc& plain,
@@ -130,16 +149,19 @@ double time_median(OneDnnConv& c) {
 }
 
 struct Row {
-  std::string shape, kernel, params, dnnl_impl;
-  std::vector<double> kf_ms, plain_ms, blocked_ms, ratio_plain, ratio_blocked;
-  double sol = 0, sol_plain = 0, sol_blocked = 0;
+  std::string shape, kernel, params, problem8c, params8c, dnnl_impl, any_layouts;
+  std::vector<double> kf_ms, kf8c_ms, plain_ms, blocked_ms, ratio_plain, ratio_blocked, ratio8c_blocked, ratio8c_nchw;
+  double sol = 0, sol8c = 0, sol_plain = 0, sol_blocked = 0;
 };
 
-Row run_shape(Backend& backend, const Ceilings& ceil, const Shape& sh, int budget, int rounds,
-              int threads) {
-  const auto problem = find_problem("conv2d");
+// The kernel the library picks for `problem` at the shape, tuned briefly (random search,
+// `budget` evaluations) and checked against its defaults: the request to time, with the
+// parameters kept in `params` as text.
+EvalRequest prepare(Backend& backend, const std::string& name, const Shape& sh, int budget, int threads,
+                    std::string& params) {
+  const auto problem = find_problem(name);
   EvalRequest base;
-  base.problem = "conv2d";
+  base.problem = name;
   base.sizes = problem->resolve_sizes(sh.sizes);
   base.kernel = library_kernel(*problem, backend.lang(), base.sizes);
   base.backend = backend.name();
@@ -149,7 +171,6 @@ Row run_shape(Backend& backend, const Ceilings& ceil, const Shape& sh, int budge
   const TuneResult t = tune(base, backend, {"random", budget, 1});
   if (t.best < 0) throw std::runtime_error("no configuration of " + base.kernel.name + " passed at " + sh.name);
 
-  Row row{sh.name, base.kernel.name, "", "", {}, {}, {}, {}, {}};
   EvalRequest req = base;
   req.bench = true;
   req.verify.thorough = false;
@@ -166,25 +187,54 @@ Row run_shape(Backend& backend, const Ceilings& ceil, const Shape& sh, int budge
       req.params = e.params;
     }
   }
-  for (const auto& [k, v] : req.params) row.params += fmt::format("{}{}={}", row.params.empty() ? "" : ",", k, v);
-  const Instance inst = problem->make_instance(base.sizes, DType::fp32, Distribution::normal, 7, 0);
-  OneDnnConv plain(base.sizes, inst, false), blocked(base.sizes, inst, true);
+  for (const auto& [k, v] : req.params) params += fmt::format("{}{}={}", params.empty() ? "" : ",", k, v);
+  return req;
+}
+
+// kforge's median time of one run, seconds.
+double time_kforge(const EvalRequest& req, Backend& backend) {
+  const EvalResult e = evaluate(req, backend);
+  if (!e.passed() || !e.timing) throw std::runtime_error("round failed: " + e.error);
+  return e.timing->median_s;
+}
+
+Row run_shape(Backend& backend, const Ceilings& ceil, const Shape& sh, int budget, int rounds,
+              int threads) {
+  const auto problem = find_problem("conv2d");
+  Row row;
+  row.shape = sh.name;
+  const EvalRequest req = prepare(backend, "conv2d", sh, budget, threads, row.params);
+  row.kernel = req.kernel.name;
+  // The blocked layout where the sizes allow it: conv2d_nchw8c for C, K multiples of 8,
+  // conv2d_nchw8c_xplain (x plain, as oneDNN keeps it) for C < 8 with K a multiple of 8.
+  const std::int64_t C = sh.sizes.at("C"), K = sh.sizes.at("K");
+  row.problem8c = K % 8 != 0 ? "" : C % 8 == 0 ? "conv2d_nchw8c" : C < 8 ? "conv2d_nchw8c_xplain" : "";
+  const bool blocked8 = !row.problem8c.empty();
+  const EvalRequest req8 = blocked8 ? prepare(backend, row.problem8c, sh, budget, threads, row.params8c) : EvalRequest{};
+  const Instance inst = problem->make_instance(req.sizes, DType::fp32, Distribution::normal, 7, 0);
+  OneDnnConv plain(req.sizes, inst, false), blocked(req.sizes, inst, true);
   row.dnnl_impl = plain.impl() + " / " + blocked.impl();
+  row.any_layouts = blocked.layouts();
   for (int r = 0; r < rounds; ++r) {
-    const EvalResult e = evaluate(req, backend);
-    if (!e.passed() || !e.timing) throw std::runtime_error("round failed: " + e.error);
-    const double kf = e.timing->median_s, dp = time_median(plain), db = time_median(blocked);
+    const double kf = time_kforge(req, backend), dp = time_median(plain), db = time_median(blocked);
     row.kf_ms.push_back(kf * 1e3);
     row.plain_ms.push_back(dp * 1e3);
     row.blocked_ms.push_back(db * 1e3);
     row.ratio_plain.push_back(dp / kf);
     row.ratio_blocked.push_back(db / kf);
+    if (blocked8) {
+      const double k8 = time_kforge(req8, backend);
+      row.kf8c_ms.push_back(k8 * 1e3);
+      row.ratio8c_blocked.push_back(db / k8);
+      row.ratio8c_nchw.push_back(kf / k8);
+    }
   }
-  const double flops = problem->flops(base.sizes), bytes = problem->bytes(base.sizes, DType::fp32);
+  const double flops = problem->flops(req.sizes), bytes = problem->bytes(req.sizes, DType::fp32);
   const auto sol = [&](const std::vector<double>& ms) {
     return roofline(ceil, DType::fp32, flops, bytes, median(ms) * 1e-3, 0, /*hot=*/true).sol_fraction;
   };
   row.sol = sol(row.kf_ms);
+  row.sol8c = row.kf8c_ms.empty() ? 0 : sol(row.kf8c_ms);
   row.sol_plain = sol(row.plain_ms);
   row.sol_blocked = sol(row.blocked_ms);
   return row;
@@ -223,16 +273,34 @@ int main(int argc, char** argv) {
     rows.push_back(run_shape(*backend, ceil, sh, budget, rounds, threads));
   }
 
-  fmt::print("{:<22} {:>9} {:>10} {:>10} {:>6} {:>6} {:>6} {:>14} {:>13}  {}\n", "shape (N=1)",
+  fmt::print("{:<24} {:>9} {:>10} {:>10} {:>6} {:>6} {:>6} {:>14} {:>13}  {}\n", "shape (N=1)",
              "kforge ms", "dnnl nchw", "dnnl any", "SOL kf", "SOL n", "SOL a", "ratio nchw",
              "ratio any", "kernel: tuned parameters");
   for (const auto& r : rows)
-    fmt::print("{:<22} {:>9.3f} {:>10.3f} {:>10.3f} {:>6.3f} {:>6.3f} {:>6.3f} {:>5.2f}x {:>8} {:>4.2f}x {:>8}  {}: {}\n",
+    fmt::print("{:<24} {:>9.3f} {:>10.3f} {:>10.3f} {:>6.3f} {:>6.3f} {:>6.3f} {:>5.2f}x {:>8} {:>4.2f}x {:>8}  {}: {}\n",
                r.shape, median(r.kf_ms), median(r.plain_ms), median(r.blocked_ms), r.sol,
                r.sol_plain, r.sol_blocked, median(r.ratio_plain), spread(r.ratio_plain),
                median(r.ratio_blocked), spread(r.ratio_blocked), r.kernel, r.params);
   fmt::print("({} rounds each; ratio = oneDNN median time / kforge median time, per round, median "
              "and min..max; >1: kforge faster)\n", rounds);
+  // kforge's blocked layout, timed in the same rounds (shapes with C, K multiples of 8).
+  bool any8 = false;
+  for (const auto& r : rows) any8 = any8 || !r.kf8c_ms.empty();
+  if (any8) {
+    fmt::print("\nkforge's blocked layouts in the same rounds: conv2d_nchw8c (x, y nChw8c, w OIhw8i8o), "
+               "conv2d_nchw8c_xplain (x nchw, w OIhw8o, y nChw8c):\n");
+    fmt::print("{:<24} {:>9} {:>10} {:>7} {:>14} {:>14}  {:<26} {:<21} {}\n", "shape (N=1)", "kforge ms", "dnnl any",
+               "SOL kf", "ratio any", "vs kf nchw", "oneDNN any x/w/y", "problem", "tuned parameters");
+    for (const auto& r : rows) {
+      if (r.kf8c_ms.empty()) continue;
+      fmt::print("{:<24} {:>9.3f} {:>10.3f} {:>7.3f} {:>5.2f}x {:>8} {:>5.2f}x {:>8}  {:<26} {:<21} {}\n", r.shape,
+                 median(r.kf8c_ms), median(r.blocked_ms), r.sol8c, median(r.ratio8c_blocked),
+                 spread(r.ratio8c_blocked), median(r.ratio8c_nchw), spread(r.ratio8c_nchw), r.any_layouts,
+                 r.problem8c, r.params8c);
+    }
+    fmt::print("(ratio any = oneDNN \"any\" / kforge blocked; vs kf nchw = kforge conv2d (NCHW) / kforge blocked; "
+               "x and y in the layouts oneDNN picked: no reorder on either side, except w where oneDNN's differs)\n");
+  }
   for (const auto& r : rows) fmt::print("oneDNN implementation, {}: {}\n", r.shape, r.dnnl_impl);
   return 0;
 }

@@ -13,6 +13,8 @@ std::shared_ptr<Problem> make_reduce_problem(const std::string& op, int axis);
 std::shared_ptr<Problem> make_attention_problem();
 std::shared_ptr<Problem> make_attention_causal_problem();
 std::shared_ptr<Problem> make_conv2d_problem();
+std::shared_ptr<Problem> make_conv2d_nchw8c_problem();  // kernels/conv2d, channels blocked by 8
+std::shared_ptr<Problem> make_conv2d_nchw8c_xplain_problem();  // the same, x plain (C < 8)
 std::shared_ptr<Problem> make_cartpole_problem();                     // kernels/cartpole
 std::shared_ptr<Problem> make_moe_problem();  // kernels/moe
 std::shared_ptr<Problem> make_spmm_problem();   // kernels/sparse
@@ -62,6 +64,8 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_attention_problem(),
       make_attention_causal_problem(),
       make_conv2d_problem(),
+      make_conv2d_nchw8c_problem(),
+      make_conv2d_nchw8c_xplain_problem(),
       make_cartpole_problem(),
       make_moe_problem(),
       make_spmm_problem(),

@@ -1,128 +1,36 @@
-// conv2d: direct 2-D convolution (cross-correlation, as in every deep-learning framework), NCHW.
-//   y[n,k,p,q] = sum_{c,r,s} x[n, c, p*stride - pad + r*dil, q*stride - pad + s*dil] * w[k,c,r,s]
-// with x read as zero outside its H x W image. x (N,C,H,W), w (K,C,R,S), y (N,K,P,Q) where
-//   P = (H + 2*pad - dil*(R-1) - 1) / stride + 1   (Q likewise with W, S).
-// One stride, padding and dilation for both spatial dimensions. fp32, or fp16/bf16 storage with
-// fp32 accumulation.
-#include <cmath>
-#include <string>
-#include <tuple>
-
-#include "kforge/error.hpp"
-#include "kforge/problem.hpp"
-#include "kforge/util.hpp"
+// conv2d: direct 2-D convolution (cross-correlation, as in every deep-learning framework), NCHW:
+// x (N,C,H,W), w (K,C,R,S), y (N,K,P,Q). The math, checks and reference are conv2d_problem.hpp's
+// (shared with the blocked layout, conv2d_nchw8c_problem.cpp); this file is the layout.
+#include "conv2d_problem.hpp"
 
 namespace kforge {
 namespace {
 
-// Output extent along one dimension; < 1 when the (dilated) window does not fit.
-std::int64_t out_extent(std::int64_t in, std::int64_t window, const Sizes& s) {
-  return (in + 2 * s.at("pad") - s.at("dil") * (window - 1) - 1) / s.at("stride") + 1;
-}
-
-class Conv2d final : public Problem {
- public:
-  std::string name() const override { return "conv2d"; }
-  std::string description() const override {
+struct Nchw {
+  static std::string name() { return "conv2d"; }
+  static std::string description() {
     return "direct 2-D convolution, NCHW: x (N,C,H,W) * w (K,C,R,S) -> y (N,K,P,Q), "
            "stride, pad, dil";
   }
-  std::vector<std::string> size_names() const override {
-    return {"N", "C", "H", "W", "K", "R", "S", "stride", "pad", "dil"};
+  using Dims = conv2d_layout::Dims;
+  static std::int64_t xi(const Dims& d, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
+    return ((n * d.C + c) * d.H + h) * d.W + w;
   }
-  // A ResNet-50 3x3 layer (conv2_x) at batch 1: what a user tunes first, and quick to verify.
-  Sizes default_sizes() const override {
-    return {{"N", 1}, {"C", 64}, {"H", 56}, {"W", 56}, {"K", 64}, {"R", 3}, {"S", 3},
-            {"stride", 1}, {"pad", 1}, {"dil", 1}};
+  static std::int64_t wi(const Dims& d, std::int64_t k, std::int64_t c, std::int64_t r, std::int64_t s) {
+    return ((k * d.C + c) * d.R + r) * d.S + s;
   }
-  std::vector<DType> dtypes() const override { return {DType::fp32, DType::fp16, DType::bf16}; }
-  std::vector<TensorSpec> tensors() const override {
-    return {{"x", Role::in}, {"w", Role::in}, {"y", Role::out}};
+  static std::int64_t yi(const Dims& d, std::int64_t n, std::int64_t k, std::int64_t p, std::int64_t q) {
+    return ((n * d.K + k) * d.P + p) * d.Q + q;
   }
-  std::vector<std::string> scalar_names() const override { return {}; }
-  std::int64_t tensor_elements(std::size_t t, const Sizes& s) const override {
-    const std::int64_t N = s.at("N"), C = s.at("C"), K = s.at("K");
-    if (t == 0) return N * C * s.at("H") * s.at("W");
-    if (t == 1) return K * C * s.at("R") * s.at("S");
-    return N * K * out_extent(s.at("H"), s.at("R"), s) * out_extent(s.at("W"), s.at("S"), s);
-  }
-  std::map<std::string, double> scalars_for_trial(int) const override { return {}; }
+  static void check(const Sizes&) {}
+  static Sizes default_sizes() { return conv2d_layout::resnet_conv2x(); }
   // x as rows of W (image rows: zero rows, zero columns, identical rows), w as rows of S (a
   // filter's rows), as a problem file's "matrix" tensors take them (examples/problems/conv2d.json
   // is its twin); y stays as drawn.
-  std::vector<std::int64_t> structured_rows(const Sizes& s) const override { return {s.at("W"), s.at("S"), -1}; }
-
-  // Padding may be 0; the window must fit the padded image at least once.
-  void check_sizes(const Sizes& s) const override {
-    for (const char* n : {"N", "C", "H", "W", "K", "R", "S", "stride", "dil"})
-      if (s.at(n) < 1)
-        throw UsageError("size " + std::string(n) + "=" + std::to_string(s.at(n)) + " must be at least 1");
-    if (s.at("pad") < 0)
-      throw UsageError("size pad=" + std::to_string(s.at("pad")) + " must be at least 0");
-    for (const auto& [in, win, out] : {std::tuple{"H", "R", "P"}, std::tuple{"W", "S", "Q"}})
-      if (out_extent(s.at(in), s.at(win), s) < 1)
-        throw UsageError(std::string("output size ") + out + " < 1: the window " + win + "=" +
-                         std::to_string(s.at(win)) + " (dil=" + std::to_string(s.at("dil")) +
-                         ") does not fit " + in + "=" + std::to_string(s.at(in)) + " with pad=" +
-                         std::to_string(s.at("pad")) + "; make " + in + " or pad larger");
-    // Every index the kernels form is an int; keep each tensor below 2^31 elements.
-    for (std::size_t t = 0; t < 3; ++t)
-      if (tensor_elements(t, s) >= (std::int64_t{1} << 31))
-        throw UsageError("tensor " + tensors()[t].name + " would have 2^31 or more elements; use smaller sizes");
-  }
-
-  void reference(const Instance& in, std::vector<std::vector<double>>& out,
-                 std::vector<std::vector<double>>& mag) const override {
-    const Sizes& s = in.sizes;
-    const std::int64_t N = s.at("N"), C = s.at("C"), H = s.at("H"), W = s.at("W"), K = s.at("K"),
-                       R = s.at("R"), S = s.at("S"), st = s.at("stride"), pad = s.at("pad"),
-                       dil = s.at("dil");
-    const std::int64_t P = out_extent(H, R, s), Q = out_extent(W, S, s);
-    const auto &x = in.tensors[0], &w = in.tensors[1];
-    std::vector<double> y(N * K * P * Q, 0.0), m(N * K * P * Q, 0.0);
-    // Each (n, k) output plane is independent: the planes are shared among the cores.
-    parallel_for(N * K, [&](std::int64_t b0, std::int64_t b1) {
-      for (std::int64_t nk = b0; nk < b1; ++nk) {
-        const std::int64_t n = nk / K, k = nk % K;
-        double* yo = &y[nk * P * Q];
-        double* mo = &m[nk * P * Q];
-        for (std::int64_t c = 0; c < C; ++c)
-          for (std::int64_t r = 0; r < R; ++r)
-            for (std::int64_t t = 0; t < S; ++t) {
-              const double wv = w[((k * C + c) * R + r) * S + t], aw = std::fabs(wv);
-              for (std::int64_t p = 0; p < P; ++p) {
-                const std::int64_t h = p * st - pad + r * dil;
-                if (h < 0 || h >= H) continue;
-                const double* xr = &x[((n * C + c) * H + h) * W];
-                for (std::int64_t q = 0; q < Q; ++q) {
-                  const std::int64_t v = q * st - pad + t * dil;
-                  if (v < 0 || v >= W) continue;
-                  yo[p * Q + q] += xr[v] * wv;
-                  mo[p * Q + q] += std::fabs(xr[v]) * aw;
-                }
-              }
-            }
-      }
-    });
-    out = tensor_list(std::move(y));
-    mag = tensor_list(std::move(m));
-  }
-
-  double reduction_length(const Sizes& s) const override {
-    return static_cast<double>(s.at("C") * s.at("R") * s.at("S"));
-  }
-  double flops(const Sizes& s) const override {
-    return 2.0 * static_cast<double>(tensor_elements(2, s)) * s.at("C") * s.at("R") * s.at("S");
-  }
-  double bytes(const Sizes& s, DType t) const override {
-    double e = 0;
-    for (std::size_t i = 0; i < 3; ++i) e += static_cast<double>(tensor_elements(i, s));
-    return e * dtype_size(t);
-  }
-
+  static std::vector<std::int64_t> structured_rows(const Sizes& s) { return {s.at("W"), s.at("S"), -1}; }
   // The special kernels come first: library_kernel picks the first spec whose "applies" holds,
   // so C = 1 (conv2d_c1) wins over R = S = 1 (conv2d_1x1), and the general kernel takes the rest.
-  std::vector<std::string> kernel_specs() const override {
+  static std::vector<std::string> kernel_specs() {
     return {"kernels/conv2d/conv2d_c1_cpu.json",     "kernels/conv2d/conv2d_1x1_cpu.json",
             "kernels/conv2d/conv2d_cpu.json",        "kernels/conv2d/conv2d_c1_opencl.json",
             "kernels/conv2d/conv2d_1x1_opencl.json", "kernels/conv2d/conv2d_opencl.json",
@@ -133,6 +41,6 @@ class Conv2d final : public Problem {
 
 }  // namespace
 
-std::shared_ptr<Problem> make_conv2d_problem() { return std::make_shared<Conv2d>(); }
+std::shared_ptr<Problem> make_conv2d_problem() { return std::make_shared<conv2d_layout::Conv2dProblem<Nchw>>(); }
 
 }  // namespace kforge

@@ -1,4 +1,4 @@
-// Every library cpu kernel of the dense families (gemm, conv2d, attention, moe), compiled for
+// Every library cpu kernel of the dense families (gemm, the conv2d layouts, attention, moe), compiled for
 // x86-64-v3 (AVX2, FMA, F16C: no AVX-512) through $KFORGE_CPU_MARCH and verified with
 // `kforge verify --quick` at small shapes that are multiples of no tile: a kernel that needs
 // AVX-512 to compile, or to be right, fails here on this AVX-512 machine before a user without
@@ -47,12 +47,15 @@ const Case kCases[] = {
     {"conv2d", "conv2d_c1.cpu", "N=1,C=1,H=19,W=37,K=9,R=3,S=3,stride=1,pad=1,dil=1", "fp32", "VW=16"},
     {"conv2d", "conv2d_1x1.cpu", "N=1,C=24,H=9,W=11,K=20,R=1,S=1,stride=1,pad=0,dil=1", "fp32"},
     {"conv2d", "conv2d.cpu", "N=1,C=5,H=13,W=11,K=17,R=3,S=3,stride=1,pad=1,dil=1", "fp32", "VW=16"},
+    {"conv2d_nchw8c", "conv2d_nchw8c.cpu", "N=1,C=16,H=13,W=11,K=24,R=3,S=3,stride=1,pad=1,dil=1", "fp32"},
+    {"conv2d_nchw8c", "conv2d_nchw8c.cpu", "N=1,C=8,H=9,W=10,K=16,R=3,S=2,stride=2,pad=1,dil=1", "bf16"},
+    {"conv2d_nchw8c_xplain", "conv2d_nchw8c_xplain.cpu", "N=1,C=3,H=19,W=23,K=16,R=7,S=7,stride=2,pad=3,dil=1", "fp32"},
     {"attention", "attention.cpu", "B=1,H=2,HKV=1,S=67,D=64", "fp32"},
     {"attention.causal", "attention.cpu", "B=1,H=2,HKV=1,S=67,D=64", "bf16"},
     {"moe_grouped_gemm", "moe_grouped_gemm.cpu", "T=37,H=64,F=48,E=4,K=2", "fp32"},
 };
 
-const std::set<std::string> kDenseProblems = {"gemm", "conv2d", "attention", "attention.causal",
+const std::set<std::string> kDenseProblems = {"gemm", "conv2d", "conv2d_nchw8c", "conv2d_nchw8c_xplain", "attention", "attention.causal",
                                               "moe_grouped_gemm"};
 
 // x86-64-v3 code runs only on a CPU that has AVX2, FMA and F16C (any x86-64 CI runner since 2015).
