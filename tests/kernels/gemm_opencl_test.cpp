@@ -21,6 +21,9 @@ EvalRequest gemm_request(const Sizes& sizes, DType t, const ParamValues& params 
   req.dtype = t;
   req.params = params;
   req.backend = "opencl";
+  // As the CLI verifies library kernels: without the index_width run (on PoCL it maps 4 GiB and
+  // takes seconds per case; tests/verify/index_width_*_test.cpp and docs/verification.md cover it).
+  req.verify.index_width = false;
   return req;
 }
 
