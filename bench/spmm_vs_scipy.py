@@ -112,6 +112,9 @@ def main():
             for w in [int(v) for v in args.cols.split(",")]:
                 for s in [float(v) for v in args.sparsity.split(",")]:
                     nnz = max(1, int((1 - s) * m * m))
+                    if nnz >= 1 << 24:  # the problems' limit: indices travel exactly in fp32
+                        print(f"| {problem} | {m} | {w} | {s:.0%} | skipped: {nnz} nonzeros, the problem takes fewer than 2^24 |")
+                        continue
                     kf = {t: [] for t in threads}
                     sol = {t: [] for t in threads}
                     ratio = {t: [] for t in threads}
