@@ -7,8 +7,9 @@
 //     "params": { "MC": [48, 96], ... }, "defaults": { "MC": 96, ... },
 //     "constraints": ["MC % MR == 0", ...],
 //     "grid": ["ceil_div(N, NC)", "ceil_div(M, MC)", "1"], "block": ["1", "1", "1"] }
-// Optionally "applies": ["C == 1"]: expressions over sizes only, all of which must hold for the
+// Optionally "applies": ["C == 1"]: expressions over sizes, all of which must hold for the
 // library to pick this kernel for an instance (a special case). Without it the kernel is general.
+// Besides the sizes they may read CPU_SIMD_FLOATS (cpu_target.hpp: 8 on AVX2, 16 with AVX-512).
 #include <array>
 #include <cstdint>
 #include <map>
@@ -57,7 +58,7 @@ struct KernelSpec {
   std::vector<Param> params;
   ParamValues defaults;
   std::vector<Expr> constraints;
-  std::vector<Expr> applies;  // when the library picks it (sizes only); empty: always
+  std::vector<Expr> applies;  // when the library picks it (sizes, CPU_SIMD_FLOATS); empty: always
   std::array<Expr, 3> grid{Expr::parse("1"), Expr::parse("1"), Expr::parse("1")};
   std::array<Expr, 3> block{Expr::parse("1"), Expr::parse("1"), Expr::parse("1")};
 

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kforge/cpu_target.hpp"
 #include "kforge/error.hpp"
 #include "kforge/util.hpp"
 
@@ -146,7 +147,12 @@ LaunchGeometry KernelSpec::geometry(const ParamValues& p, const Sizes& s) const 
 }
 
 bool KernelSpec::applies_to(const Sizes& s) const {
-  const Bindings b(s.begin(), s.end());
+  Bindings b(s.begin(), s.end());
+  // The vector width is asked of the compiler only where a spec reads it (a batched/unbatched
+  // crossover that moves with the width: signature_large_cpu.json).
+  for (const auto& a : applies)
+    for (const auto& n : a.names())
+      if (n == "CPU_SIMD_FLOATS" && !b.contains(n)) b[n] = cpu_simd_floats();
   for (const auto& a : applies)
     if (!a.eval(b)) return false;
   return true;

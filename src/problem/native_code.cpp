@@ -17,15 +17,11 @@
 #include <fmt/format.h>
 
 #include "kforge/error.hpp"
+#include "kforge/cpu_target.hpp"
 #include "kforge/subprocess.hpp"
 #include "kforge/util.hpp"
 
 namespace kforge {
-
-std::string cxx_compiler() {
-  if (const char* c = std::getenv("KFORGE_CXX"); c && *c) return c;
-  return KFORGE_CXX_COMPILER;
-}
 
 namespace {
 
@@ -65,7 +61,7 @@ std::string NativeCode::compile_locked() {
     // Hidden symbols and section garbage collection: the object keeps only what its entry
     // point reaches, so the baseline's object (loaded beside the kernel) does not carry a
     // reference that shares its source file.
-    std::vector<std::string> argv{cxx_compiler(), "-O2", "-std=c++20", "-fPIC", "-shared",
+    std::vector<std::string> argv{cpu_compiler(), "-O2", "-std=c++20", "-fPIC", "-shared",
                                   "-fvisibility=hidden", "-ffunction-sections", "-fdata-sections",
                                   "-Wl,--gc-sections",
                                   "-I" + std::filesystem::path(source_path_).parent_path().string()};

@@ -55,7 +55,4 @@ class SharedDoubles {
   std::size_t n_ = 0;
 };
 
-// The C++ compiler kforge was built with ($KFORGE_CXX overrides it), shared with the cpu backend.
-[[nodiscard]] std::string cxx_compiler();
-
 }  // namespace kforge

@@ -6,8 +6,13 @@
 #include <cstdlib>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "kforge/backend.hpp"
+#include "kforge/cpu_target.hpp"
 #include "kforge/error.hpp"
+#include "kforge/kernel.hpp"
+#include "kforge/problem.hpp"
 #include "test_util.hpp"
 
 namespace kforge {
@@ -67,6 +72,39 @@ TEST(CpuMarch, TheNamedInstructionSetIsTheOneCompiledFor) {
     EXPECT_EQ(avx512_under("x86-64-v4"), 1);
   }
   EXPECT_EQ(avx512_under(nullptr), native);
+}
+
+// A spec's "applies" reads CPU_SIMD_FLOATS, the width its kernels' VW = 0 becomes: the compiler's
+// answer for the named instruction set, whatever this CPU has (nothing runs).
+TEST(CpuMarch, AppliesReadsTheVectorWidthOfTheNamedInstructionSet) {
+  const KernelSpec k = KernelSpec::from_json_with_source(
+      nlohmann::json::parse(R"({"name": "k", "problem": "p", "source": "k.cpp", "applies": ["D >= 8 && CPU_SIMD_FLOATS == 8"]})"), "");
+  {
+    MarchEnv env("x86-64-v3");
+    EXPECT_EQ(cpu_simd_floats(), 8);
+    EXPECT_TRUE(k.applies_to({{"D", 8}}));
+    EXPECT_FALSE(k.applies_to({{"D", 7}}));
+  }
+  {
+    MarchEnv env("x86-64-v4");
+    EXPECT_EQ(cpu_simd_floats(), 16);
+    EXPECT_FALSE(k.applies_to({{"D", 8}}));
+  }
+  MarchEnv native(nullptr);
+  EXPECT_EQ(cpu_simd_floats(), __builtin_cpu_supports("avx512f") ? 16 : 8);
+}
+
+// The library's signature picks one path at a time (signature.cpu.large) at D = 8, level 4 where
+// the vectors are 8 floats wide, and keeps the batched kernel there with AVX-512's 16.
+TEST(CpuMarch, TheSignatureCrossoverFollowsTheVectorWidth) {
+  const auto p = find_problem("signature");
+  const Sizes s{{"B", 32}, {"L", 128}, {"D", 8}, {"LEVEL", 4}};
+  {
+    MarchEnv env("x86-64-v3");
+    EXPECT_EQ(library_kernel(*p, Lang::cpp, s).name, "signature.cpu.large");
+  }
+  MarchEnv env("x86-64-v4");
+  EXPECT_EQ(library_kernel(*p, Lang::cpp, s).name, "signature.cpu");
 }
 
 TEST(CpuMarch, TheDeviceNamesAChosenInstructionSet) {

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <map>
 #include <memory>
 #include <algorithm>
 #include <atomic>
@@ -21,6 +20,7 @@
 #include "backend/kernel_includes.hpp"
 #include "backend/cpu/thread_pool.hpp"
 #include "kforge/backend.hpp"
+#include "kforge/cpu_target.hpp"
 #include "kforge/error.hpp"
 #include "kforge/subprocess.hpp"
 #include "kforge/util.hpp"
@@ -71,11 +71,6 @@ struct CpuModule final : Module {
 struct KfDim3 { long long x, y, z; };
 struct KfCtx { KfDim3 block_idx, grid_dim, block_dim; int worker, workers; };  // = prelude's kf_ctx
 
-std::string compiler() {
-  if (const char* c = std::getenv("KFORGE_CXX"); c && *c) return c;
-  return KFORGE_CXX_COMPILER;
-}
-
 const std::string& prelude_text() {
   static const std::string text = embedded_file("src/backend/cpu/prelude.hpp");
   return text;
@@ -87,39 +82,6 @@ std::string read_cpu_model() {
   while (std::getline(in, line))
     if (line.rfind("model name", 0) == 0) return trim(line.substr(line.find(':') + 1));
   return "unknown CPU";
-}
-
-// The instruction set kernels are compiled for: $KFORGE_CPU_MARCH (a -march name such as
-// x86-64-v3, haswell or znver3: for a deployment machine older than this one, or to prove that
-// every kernel still works without AVX-512), else "native". Checked once per process with the
-// compiler itself, so a misspelt name is a usage error naming the variable, not a compile
-// error in every kernel.
-std::string cpu_march() {
-  const char* env = std::getenv("KFORGE_CPU_MARCH");
-  const std::string march = env && *env ? trim(env) : "native";
-  if (march == "native") return march;
-  static std::mutex mutex;
-  static std::map<std::string, std::string> checked;  // march -> "" (usable) or why not
-  std::lock_guard lock(mutex);
-  auto it = checked.find(march);
-  if (it == checked.end()) {
-    std::string why;
-    if (march.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.+") !=
-        std::string::npos) {
-      why = "it is not a -march name";
-    } else {  // the compiler's own verdict, on an empty translation unit
-      const ProcessResult r = run_process({compiler(), "-march=" + march, "-x", "c++", "-E", "-o", "/dev/null", "/dev/null"},
-                                          {}, {.timeout_s = 60});
-      // Its first line ("bad value ... for '-march=' switch"), without the list of every name.
-      if (!r.ok()) why = "the compiler refuses it: " + trim(r.err.substr(0, r.err.find('\n')));
-    }
-    it = checked.emplace(march, why).first;
-  }
-  if (!it->second.empty())
-    throw UsageError("KFORGE_CPU_MARCH='" + march + "': " + it->second +
-                     ". Set it to a -march name the compiler knows (x86-64-v3 for AVX2 without AVX-512, "
-                     "x86-64-v4, haswell, znver3, ...) or unset it for native");
-  return march;
 }
 
 // Read once: the sandboxed worker cannot open /proc/cpuinfo, and the name names the cached ceilings.
@@ -169,7 +131,7 @@ class CpuBackend final : public Backend {
   std::shared_ptr<Module> compile(const std::string& kernel_source, const std::string& entry,
                                   const Defines& defines, const std::string& source_name) override {
     const std::string source = expand_kernel_includes(kernel_source, source_name);
-    std::vector<std::string> argv{compiler(), "-march=" + march_};  // in the cache key below
+    std::vector<std::string> argv{cpu_compiler(), "-march=" + march_};  // in the cache key below
     for (const char* f : kFlags) argv.emplace_back(f);
     // -g: ThreadSanitizer's reports name the kernel's lines (tsan_probe.cpp reads them).
     if (tsan_) argv.insert(argv.end(), {"-fsanitize=thread", "-g"});
