@@ -26,6 +26,7 @@
 
 typedef kf_storage T;  // fp32
 typedef kf_vf vf;
+#include "kernels/common/sigkernel_sweep.hpp"  // the forward scheme and its adjoint
 
 // Per-thread scratch of whole vectors.
 static vf* scratch_vectors(long long vectors) { return static_cast<vf*>(scratch(0, vectors * (long long)sizeof(vf))); }
@@ -35,7 +36,7 @@ static void sigkernel_grad_chunk(const kf_ctx& c, long long b0, const T* X, cons
   const int C1 = L1 - 1, C2 = L2 - 1, n1 = C1 << DYADIC, n2 = C2 << DYADIC;
   const long long W = n2 + 1, P = C2 + 1;  // K's row length; the coefficients' row length (padded)
   const float scale = 1.0f / (float)(1 << (2 * DYADIC));  // exact: a power of two
-  const float twelfth = 1.0f / 12.0f, sixth = 1.0f / 6.0f;
+  const float twelfth = 1.0f / 12.0f;
   const long long ncoef = (long long)(C1 + 1) * P * VB;
   vf* dx = scratch_vectors((long long)(C1 + C2) * D * VB + 4 * ncoef + (n1 + 1) * W * VB + 2 * (W + 1) * VB +
                    (long long)(C1 + C2) * D * VB);
@@ -70,50 +71,7 @@ static void sigkernel_grad_chunk(const kf_ctx& c, long long b0, const T* X, cons
         const long long e = ((long long)i * P + j) * VB + v;
         A[e] = aa, c1[e] = 1.0f + aa * 0.5f + sq, c2[e] = 1.0f - sq;
       }
-  // Forward, row by row; node (p,q) uses cell ((p-1)>>λ, (q-1)>>λ).
-  for (long long q = 0; q <= n2; ++q)
-    for (int v = 0; v < VB; ++v) K[q * VB + v] = kf_splat(1.0f);
-  for (int p = 1; p <= n1; ++p) {
-    const vf* up = K + (long long)(p - 1) * W * VB;
-    vf* row = K + (long long)p * W * VB;
-    const long long crow = (long long)((p - 1) >> DYADIC) * P;
-    for (int v = 0; v < VB; ++v) row[v] = kf_splat(1.0f);
-    for (int q = 1; q <= n2; ++q) {
-      const long long e = (crow + ((q - 1) >> DYADIC)) * VB;
-#pragma GCC unroll 8
-      for (int v = 0; v < VB; ++v)
-        row[(long long)q * VB + v] = (row[(long long)(q - 1) * VB + v] + up[(long long)q * VB + v]) * c1[e + v] -
-                                     up[(long long)(q - 1) * VB + v] * c2[e + v];
-    }
-  }
-  // Adjoint, rows from the last; Λ is zero past the grid (next = 0 for p = n1, and column n2+1),
-  // where the padded coefficients are zero too. Each node's Λ adds its term to dk/da.
-  for (long long q = 0; q <= W; ++q)
-    for (int v = 0; v < VB; ++v) cur[q * VB + v] = next[q * VB + v] = kf_splat(0.0f);
-  for (int p = n1; p >= 1; --p) {
-    const vf* kr = K + (long long)p * W * VB;
-    const vf* ku = K + (long long)(p - 1) * W * VB;
-    const long long own = (long long)((p - 1) >> DYADIC) * P, below = (long long)(p >> DYADIC) * P;
-    for (int q = n2; q >= 1; --q) {
-      const long long e_right = (own + (q >> DYADIC)) * VB;          // c1(p, q+1)
-      const long long e_down = (below + ((q - 1) >> DYADIC)) * VB;   // c1(p+1, q)
-      const long long e_diag = (below + (q >> DYADIC)) * VB;         // c2(p+1, q+1)
-      const long long e_own = (own + ((q - 1) >> DYADIC)) * VB;      // a of node (p,q)'s cell
-      const bool seed = p == n1 && q == n2;
-#pragma GCC unroll 8
-      for (int v = 0; v < VB; ++v) {
-        const vf lam = (seed ? gk[v] : kf_splat(0.0f)) + cur[(long long)(q + 1) * VB + v] * c1[e_right + v] +
-                       next[(long long)q * VB + v] * c1[e_down + v] - next[(long long)(q + 1) * VB + v] * c2[e_diag + v];
-        cur[(long long)q * VB + v] = lam;
-        const vf a = A[e_own + v];
-        const vf t = (kr[(long long)(q - 1) * VB + v] + ku[(long long)q * VB + v]) * (0.5f + a * sixth) +
-                     ku[(long long)(q - 1) * VB + v] * (a * sixth);
-        ga[e_own + v] += lam * t;
-      }
-    }
-    vf* s = cur;
-    cur = next, next = s;
-  }
+  sigkernel_sweep(A, c1, c2, ga, K, cur, next, gk, n1, n2, P, DYADIC);
   // dk/da into the increments: dk/dΔx_i = sum_j dk/da_ij Δy_j / 4^λ, and Δy likewise.
   for (long long e = 0; e < (long long)(C1 + C2) * D * VB; ++e) gdx[e] = kf_splat(0.0f);
   for (int i = 0; i < C1; ++i)

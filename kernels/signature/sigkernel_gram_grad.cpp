@@ -31,6 +31,7 @@
 
 typedef kf_storage T;  // fp32
 typedef kf_vf vf;
+#include "kernels/common/sigkernel_sweep.hpp"  // the forward scheme and its adjoint
 
 // Per-thread scratch of whole vectors.
 static vf* scratch_vectors(long long vectors) { return static_cast<vf*>(scratch(0, vectors * (long long)sizeof(vf))); }
@@ -42,7 +43,7 @@ static void gram_side(long long p0, const T* P, const T* Q, const T* G, long lon
   const int C1 = Lp - 1, C2 = Lq - 1, n1 = C1 << DYADIC, n2 = C2 << DYADIC;
   const long long W = n2 + 1, R = C2 + 1;  // K's row length; the coefficients' row length (padded)
   const float scale = 1.0f / (float)(1 << (2 * DYADIC));  // exact: a power of two
-  const float twelfth = 1.0f / 12.0f, sixth = 1.0f / 6.0f;
+  const float twelfth = 1.0f / 12.0f;
   const long long ncoef = (long long)(C1 + 1) * R * VB, nd = (long long)C1 * D * VB;
   vf* dp = scratch_vectors(nd + (long long)C2 * D + 4 * ncoef + (n1 + 1) * W * VB + 2 * (W + 1) * VB + nd);
   vf* dq = dp + nd;                        // (C2,D): the other path's increments, splat
@@ -82,50 +83,7 @@ static void gram_side(long long p0, const T* P, const T* Q, const T* G, long lon
           A[e] = aa, c1[e] = 1.0f + aa * 0.5f + sq, c2[e] = 1.0f - sq;
         }
     for (long long e = 0; e < ncoef; ++e) ga[e] = kf_splat(0.0f);
-    // Forward, row by row; node (p,q) uses cell ((p-1)>>λ, (q-1)>>λ).
-    for (long long c = 0; c <= n2; ++c)
-      for (int v = 0; v < VB; ++v) K[c * VB + v] = kf_splat(1.0f);
-    for (int r = 1; r <= n1; ++r) {
-      const vf* up = K + (long long)(r - 1) * W * VB;
-      vf* row = K + (long long)r * W * VB;
-      const long long crow = (long long)((r - 1) >> DYADIC) * R;
-      for (int v = 0; v < VB; ++v) row[v] = kf_splat(1.0f);
-      for (int c = 1; c <= n2; ++c) {
-        const long long e = (crow + ((c - 1) >> DYADIC)) * VB;
-#pragma GCC unroll 8
-        for (int v = 0; v < VB; ++v)
-          row[(long long)c * VB + v] = (row[(long long)(c - 1) * VB + v] + up[(long long)c * VB + v]) * c1[e + v] -
-                                       up[(long long)(c - 1) * VB + v] * c2[e + v];
-      }
-    }
-    // Adjoint, rows from the last; Λ is zero past the grid (next = 0 for the last row, and
-    // column n2+1), where the padded coefficients are zero too. Each node adds to dk/da.
-    for (long long c = 0; c <= W; ++c)
-      for (int v = 0; v < VB; ++v) cur[c * VB + v] = next[c * VB + v] = kf_splat(0.0f);
-    for (int r = n1; r >= 1; --r) {
-      const vf* kr = K + (long long)r * W * VB;
-      const vf* ku = K + (long long)(r - 1) * W * VB;
-      const long long own = (long long)((r - 1) >> DYADIC) * R, below = (long long)(r >> DYADIC) * R;
-      for (int c = n2; c >= 1; --c) {
-        const long long e_right = (own + (c >> DYADIC)) * VB;          // c1(r, c+1)
-        const long long e_down = (below + ((c - 1) >> DYADIC)) * VB;   // c1(r+1, c)
-        const long long e_diag = (below + (c >> DYADIC)) * VB;         // c2(r+1, c+1)
-        const long long e_own = (own + ((c - 1) >> DYADIC)) * VB;      // a of node (r,c)'s cell
-        const bool seed = r == n1 && c == n2;
-#pragma GCC unroll 8
-        for (int v = 0; v < VB; ++v) {
-          const vf lam = (seed ? gk[v] : kf_splat(0.0f)) + cur[(long long)(c + 1) * VB + v] * c1[e_right + v] +
-                         next[(long long)c * VB + v] * c1[e_down + v] - next[(long long)(c + 1) * VB + v] * c2[e_diag + v];
-          cur[(long long)c * VB + v] = lam;
-          const vf a = A[e_own + v];
-          const vf t = (kr[(long long)(c - 1) * VB + v] + ku[(long long)c * VB + v]) * (0.5f + a * sixth) +
-                       ku[(long long)(c - 1) * VB + v] * (a * sixth);
-          ga[e_own + v] += lam * t;
-        }
-      }
-      vf* s = cur;
-      cur = next, next = s;
-    }
+    sigkernel_sweep(A, c1, c2, ga, K, cur, next, gk, n1, n2, R, DYADIC);
     // This pair's dk/dΔp_i = sum_j dk/da_ij Δq_j / 4^λ, summed over j first, then added.
     for (int i = 0; i < C1; ++i)
       for (int d = 0; d < D; ++d)

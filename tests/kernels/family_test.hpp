@@ -1,8 +1,11 @@
 #pragma once
-// Shared by the kernel-family tests: a request for a library kernel on a backend, and a failure
-// message that says everything needed to replay it.
+// Shared by the kernel-family tests: a request for a library kernel on a backend, a planted bug
+// in its source, and a failure message that says everything needed to replay it.
+#include <gtest/gtest.h>
+
 #include <string>
 
+#include "backend/kernel_includes.hpp"
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
 
@@ -25,6 +28,16 @@ inline EvalRequest library_request(const std::string& problem, const std::string
   req.backend = backend;
   req.verify.index_width = false;
   return req;
+}
+
+// Replaces the first `from` in the kernel's source by `to`, after the shared headers it includes
+// (kernels/common/) are put in, so a planted bug may sit in shared code too. Fails the test
+// where `from` is not there (the source moved on: the edit would test nothing).
+inline void plant(EvalRequest& req, const std::string& from, const std::string& to) {
+  req.kernel.source = expand_kernel_includes(req.kernel.source, req.kernel.source_path);
+  const auto at = req.kernel.source.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) req.kernel.source.replace(at, from.size(), to);
 }
 
 inline std::string describe(const EvalResult& r) {

@@ -19,6 +19,7 @@ namespace {
 
 using test::describe;
 using test::library_request;
+using test::plant;
 
 // L(X, Y) = sum_b GK_b k(x_b, y_b), k from sigkernel's reference (the diagonal of its Gram
 // matrix). Central differences with h = 1e-5 err by O(h^2) (~1e-10 relative) plus ~1e-16 |L| / h:
@@ -79,9 +80,7 @@ INSTANTIATE_TEST_SUITE_P(Library, SigKernelGradBackends, ::testing::Values("cpu"
 EvalResult run_edited(const std::string& from, const std::string& to, const std::string& on = "cpu") {
   auto backend = make_backend(on);
   EvalRequest req = library_request("sigkernel_grad", on, {{"B", 5}, {"L1", 9}, {"L2", 6}, {"D", 3}, {"DYADIC", 1}});
-  const auto at = req.kernel.source.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) req.kernel.source.replace(at, from.size(), to);
+  plant(req, from, to);
   req.verify.thorough = false;
   return evaluate(req, *backend);
 }
@@ -122,10 +121,7 @@ TEST(SigKernelGrad, LongPathsRunWithTheGridInTheWorkspace) {
   // A wrong version (the start point's share dropped) rejected too. (∂c1/∂a without a/6, the
   // subtlest, hides under the bound at this grid: the bound grows with the nodes.)
   EvalRequest req = library_request("sigkernel_grad", "opencl", wide);
-  const std::string from = "gx[ci * D + d] -= g * dy";
-  const auto at = req.kernel.source.find(from);
-  ASSERT_NE(at, std::string::npos);
-  req.kernel.source.replace(at, from.size(), "gx[ci * D + d] -= 0.0f * dy");
+  plant(req, "gx[ci * D + d] -= g * dy", "gx[ci * D + d] -= 0.0f * dy");
   req.verify.thorough = false;
   EXPECT_FALSE(evaluate(req, *backend).passed());
 }
