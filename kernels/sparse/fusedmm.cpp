@@ -9,22 +9,20 @@
 //   of 8 dot products by a shuffle tree (14 shuffles and 7 adds for 8 dots, where summing each
 //   dot's lanes one at a time costs about 8 dependent adds per dot: at D = 32 that scalar sum
 //   cost more than the dot's 4 FMAs). D % KF_VW columns are added scalar, then the op.
-//   Prefetch: the rows of Y of the nonzeros PD ahead (the next group's neighbours), and, when Z
-//   is another buffer than Y, the group's own rows of Z, so the update phase below finds them in
-//   cache, their misses overlapped with the dot FMAs.
+//   PD > 0 prefetches the rows of Y of the nonzeros PD ahead (into the block's next rows).
 // - update: spmm.cpu's register tile: CW = NV * KF_VW columns of the output row in registers
-//   over the chunk's nonzeros, acc += w_i * Z[c_i, j:j+CW]; the tail in tiles of 4, 2, 1 vectors,
+//   over the chunk's nonzeros, acc += w_i * Z[c_i, j:j+CW] (PD > 0 and Z another buffer than Y:
+//   the tile's lines of Z's row PD nonzeros ahead prefetched, as spmm.cpu); the tail in tiles of 4, 2, 1 vectors,
 //   then one float at a time. The first chunk stores, later chunks load, add and store (the
 //   output row stays in L1 across a row's chunks), so each output element sums its row's
-//   nonzeros in order: deterministic. Rows of Z the dot phase prefetched (or, with Z == Y, just
-//   read) are in L1/L2 here: with one buffer (a graph embedding's update, `--same-yz` in
+//   nonzeros in order: deterministic. With one buffer (a graph embedding's update, `--same-yz` in
 //   bench/fusedmm_vs_unfused) each neighbour's row is gathered from memory once for both uses
 //   while it is in L1 (CH * 4 * D bytes: 16 KiB at CH = 32, D = 128).
 // Rows with no nonzeros store zeros.
 //
 // Parameters (#defines): CH nonzeros per chunk (a multiple of 8), NV vectors of the update's
-// register tile, VW floats per vector (0: widest), RBLOCKS row blocks, PD the dot phase's
-// prefetch distance in nonzeros (0: no prefetch at all, of Y or Z).
+// register tile, VW floats per vector (0: widest), RBLOCKS row blocks, PD the prefetch distance
+// in nonzeros (0: none).
 #include <cmath>
 
 #define CW (NV * KF_VW)
@@ -67,9 +65,9 @@ static inline fm_v8 sum8(const kf_vf a[8]) {
 
 // w[0:n] = op(x · Y[c_i]) for the n <= CH nonzeros at col, 8 at a time (a short last group
 // repeats its first column; those sums are not kept).
-static inline void dots(const float* x, const float* col, int n, const float* Y, const float* Z, int D, int N,
-                        const float* pcol, int pn, bool sigmoid, float* w) {
-  (void)Z, (void)N, (void)pcol, (void)pn;
+static inline void dots(const float* x, const float* col, int n, const float* Y, int D, const float* pcol, int pn,
+                        bool sigmoid, float* w) {
+  (void)pcol, (void)pn;
   for (int g = 0; g < n; g += 8) {
     const float* y[8];
     for (int i = 0; i < 8; ++i) y[i] = Y + (long long)(int)col[g + i < n ? g + i : g] * D;
@@ -79,11 +77,6 @@ static inline void dots(const float* x, const float* col, int n, const float* Y,
       const char* yn = (const char*)(Y + (long long)(int)pcol[g + PD + i] * D);
       for (int l = 0; l < D * 4; l += 64) __builtin_prefetch(yn + l, 0, 3);
     }
-    if (Z != Y)
-      for (int i = 0; i < 8 && g + i < n; ++i) {
-        const char* zr = (const char*)(Z + (long long)(int)col[g + i] * N);
-        for (int l = 0; l < N * 4; l += 64) __builtin_prefetch(zr + l, 0, 3);
-      }
 #endif
     kf_vf acc[8] = {};
     int d = 0;
@@ -110,10 +103,19 @@ static inline void dots(const float* x, const float* col, int n, const float* Y,
 // `first`, else loads, adds and stores.
 template <int W>
 static inline void update_tile(float* o, const float* w, const float* col, int n, const float* zcol, long long N,
-                               bool first) {
+                               bool first, bool same) {
+  (void)same;
   kf_vf acc[W];
   for (int v = 0; v < W; ++v) acc[v] = first ? kf_vf{} : kf_load(o + v * KF_VW);
   for (int i = 0; i < n; ++i) {
+#if PD > 0
+    // The tile's lines of Z's row PD nonzeros ahead in the chunk (with Z = Y the dot phase
+    // just read them: nothing to fetch).
+    if (!same && i + PD < n) {
+      const char* next = (const char*)(zcol + (long long)(int)col[i + PD] * N);
+      for (int l = 0; l < W * KF_VW * 4; l += 64) __builtin_prefetch(next + l, 0, 3);
+    }
+#endif
     const kf_vf a = kf_splat(w[i]);
     const float* z = zcol + (long long)(int)col[i] * N;
     for (int v = 0; v < W; ++v) acc[v] += a * kf_load(z + v * KF_VW);
@@ -121,12 +123,13 @@ static inline void update_tile(float* o, const float* w, const float* col, int n
   for (int v = 0; v < W; ++v) kf_store(o + v * KF_VW, acc[v]);
 }
 
-static void update(float* out, const float* w, const float* col, int n, const float* Z, int N, bool first) {
+static void update(float* out, const float* w, const float* col, int n, const float* Z, int N, bool first,
+                   bool same) {
   int j = 0;
-  for (; j + CW <= N; j += CW) update_tile<NV>(out + j, w, col, n, Z + j, N, first);
-  if (NV > 4 && j + 4 * KF_VW <= N) update_tile<4>(out + j, w, col, n, Z + j, N, first), j += 4 * KF_VW;
-  if (NV > 2 && j + 2 * KF_VW <= N) update_tile<2>(out + j, w, col, n, Z + j, N, first), j += 2 * KF_VW;
-  for (; j + KF_VW <= N; j += KF_VW) update_tile<1>(out + j, w, col, n, Z + j, N, first);
+  for (; j + CW <= N; j += CW) update_tile<NV>(out + j, w, col, n, Z + j, N, first, same);
+  if (NV > 4 && j + 4 * KF_VW <= N) update_tile<4>(out + j, w, col, n, Z + j, N, first, same), j += 4 * KF_VW;
+  if (NV > 2 && j + 2 * KF_VW <= N) update_tile<2>(out + j, w, col, n, Z + j, N, first, same), j += 2 * KF_VW;
+  for (; j + KF_VW <= N; j += KF_VW) update_tile<1>(out + j, w, col, n, Z + j, N, first, same);
   for (; j < N; ++j) {
     float acc = first ? 0.0f : out[j];
     for (int i = 0; i < n; ++i) acc += w[i] * Z[(long long)(int)col[i] * N + j];
@@ -155,8 +158,8 @@ static void fusedmm_block(const kf_ctx& ctx, const float* row_ptr, const float* 
     }
     for (int q = p0; q < p1; q += CH) {
       const int n = p1 - q < CH ? p1 - q : CH;
-      dots(x, col_idx + q, n, Y, Z, D, N, col_idx + q, pend - q, sigmoid, w);
-      update(o, w, col_idx + q, n, Z, N, q == p0);
+      dots(x, col_idx + q, n, Y, D, col_idx + q, pend - q, sigmoid, w);
+      update(o, w, col_idx + q, n, Z, N, q == p0, Z == Y);
     }
   }
 }
