@@ -1,16 +1,28 @@
 // fusedmm for the cpu backend: out[r, :] = Σ_{p in row r} op(X[r, :] · Y[c_p, :]) · Z[c_p, :].
 //
 // Grid: RBLOCKS row blocks of equal work (rows whose cost prefix row_ptr[r] + r falls in the
-// block's share, by binary search, as spmm.cpp). A row goes in chunks of CH nonzeros: first the
-// chunk's sampled values, one vectorized dot product of length D each (NV accumulators; X's row
-// stays in L1), into a CH-float array on the stack; then the chunk's SpMM update, CW = NV * VW
-// columns of registers at a time over the whole output row, vector then scalar tails. The
-// first chunk stores, later chunks load, add and store, so each output element sums its row's
-// nonzeros in order (deterministic) and the sampled values never reach memory beyond L1.
+// block's share, by binary search, as spmm.cpp). A row goes in chunks of CH nonzeros, two phases
+// a chunk, the sampled values never beyond a CH-float array on the stack:
+//
+// - dots, 8 nonzeros at a time: 8 accumulators of one vector each, every load of X's row (from
+//   L1) feeding 8 FMAs with 8 neighbours' rows of Y, then the 8 vectors reduced into one vector
+//   of 8 dot products by a shuffle tree (14 shuffles and 7 adds for 8 dots, where summing each
+//   dot's lanes one at a time costs about 8 dependent adds per dot: at D = 32 that scalar sum
+//   cost more than the dot's 4 FMAs). D % KF_VW columns are added scalar, then the op.
+//   PD > 0 prefetches the rows of Y of the nonzeros PD ahead (into the block's next rows).
+// - update: spmm.cpu's register tile: CW = NV * KF_VW columns of the output row in registers
+//   over the chunk's nonzeros, acc += w_i * Z[c_i, j:j+CW] (PD > 0 and Z another buffer than Y:
+//   the tile's lines of Z's row PD nonzeros ahead prefetched, as spmm.cpu); the tail in tiles of 4, 2, 1 vectors,
+//   then one float at a time. The first chunk stores, later chunks load, add and store (the
+//   output row stays in L1 across a row's chunks), so each output element sums its row's
+//   nonzeros in order: deterministic. With one buffer (a graph embedding's update, `--same-yz` in
+//   bench/fusedmm_vs_unfused) each neighbour's row is gathered from memory once for both uses
+//   while it is in L1 (CH * 4 * D bytes: 16 KiB at CH = 32, D = 128).
 // Rows with no nonzeros store zeros.
 //
-// Parameters (#defines): CH nonzeros per chunk, NV accumulators, VW floats per vector (0:
-// widest), RBLOCKS row blocks.
+// Parameters (#defines): CH nonzeros per chunk (a multiple of 8), NV vectors of the update's
+// register tile, VW floats per vector (0: widest), RBLOCKS row blocks, PD the prefetch distance
+// in nonzeros (0: none).
 #include <cmath>
 
 #define CW (NV * KF_VW)
@@ -25,39 +37,99 @@ static int first_row_at(const float* row_ptr, int M, double target) {
   return lo;
 }
 
-static inline float dot(const float* a, const float* b, int D) {
-  kf_vf acc[NV] = {};
-  int d = 0;
-  for (; d + NV * KF_VW <= D; d += NV * KF_VW)
-    for (int v = 0; v < NV; ++v) acc[v] += kf_load(a + d + v * KF_VW) * kf_load(b + d + v * KF_VW);
-  for (; d + KF_VW <= D; d += KF_VW) acc[0] += kf_load(a + d) * kf_load(b + d);
-  for (int v = 1; v < NV; ++v) acc[0] += acc[v];
-  float s = 0;
-  for (int l = 0; l < KF_VW; ++l) s += acc[0][l];
-  for (; d < D; ++d) s += a[d] * b[d];
-  return s;
+typedef float fm_v8 __attribute__((vector_size(32)));
+
+// 8 vectors into one of 8 sums: lane i of the result = the sum of a[i]'s lanes.
+static inline fm_v8 sum8(const kf_vf a[8]) {
+  fm_v8 h[8];
+  for (int i = 0; i < 8; ++i) {
+#if KF_VW == 16
+    h[i] = __builtin_shufflevector(a[i], a[i], 0, 1, 2, 3, 4, 5, 6, 7) +
+           __builtin_shufflevector(a[i], a[i], 8, 9, 10, 11, 12, 13, 14, 15);
+#elif KF_VW == 8
+    h[i] = a[i];
+#else
+#error "fusedmm.cpu: VW must be 8 or 16"
+#endif
+  }
+  fm_v8 t[4], u[2];
+  for (int i = 0; i < 4; ++i)  // [a0+a1, b0+b1, a2+a3, b2+b3, ...] for a, b = h[2i], h[2i+1]
+    t[i] = __builtin_shufflevector(h[2 * i], h[2 * i + 1], 0, 8, 2, 10, 4, 12, 6, 14) +
+           __builtin_shufflevector(h[2 * i], h[2 * i + 1], 1, 9, 3, 11, 5, 13, 7, 15);
+  for (int i = 0; i < 2; ++i)  // [a0123, b, c, d, a4567, b, c, d]
+    u[i] = __builtin_shufflevector(t[2 * i], t[2 * i + 1], 0, 1, 8, 9, 4, 5, 12, 13) +
+           __builtin_shufflevector(t[2 * i], t[2 * i + 1], 2, 3, 10, 11, 6, 7, 14, 15);
+  return __builtin_shufflevector(u[0], u[1], 0, 1, 2, 3, 8, 9, 10, 11) +
+         __builtin_shufflevector(u[0], u[1], 4, 5, 6, 7, 12, 13, 14, 15);
 }
 
-// out[0:N] (= or +=) Σ_i w[i] · Z[col[i], 0:N] over a chunk of n nonzeros.
-static void update(float* out, const float* w, const float* col, int n, const float* Z, int N, bool first) {
-  int j = 0;
-  for (; j + CW <= N; j += CW) {
-    kf_vf acc[NV] = {};
-    if (!first)
-      for (int v = 0; v < NV; ++v) acc[v] = kf_load(out + j + v * KF_VW);
-    for (int i = 0; i < n; ++i) {
-      const kf_vf a = kf_splat(w[i]);
-      const float* z = Z + (long long)(int)col[i] * N + j;
-      for (int v = 0; v < NV; ++v) acc[v] += a * kf_load(z + v * KF_VW);
+// w[0:n] = op(x · Y[c_i]) for the n <= CH nonzeros at col, 8 at a time (a short last group
+// repeats its first column; those sums are not kept).
+static inline void dots(const float* x, const float* col, int n, const float* Y, int D, const float* pcol, int pn,
+                        bool sigmoid, float* w) {
+  (void)pcol, (void)pn;
+  for (int g = 0; g < n; g += 8) {
+    const float* y[8];
+    for (int i = 0; i < 8; ++i) y[i] = Y + (long long)(int)col[g + i < n ? g + i : g] * D;
+#if PD > 0
+    // The neighbours PD ahead (in this chunk, or the next chunks: pcol[0:pn) runs past n).
+    for (int i = 0; i < 8 && g + PD + i < pn; ++i) {
+      const char* yn = (const char*)(Y + (long long)(int)pcol[g + PD + i] * D);
+      for (int l = 0; l < D * 4; l += 64) __builtin_prefetch(yn + l, 0, 3);
     }
-    for (int v = 0; v < NV; ++v) kf_store(out + j + v * KF_VW, acc[v]);
+#endif
+    kf_vf acc[8] = {};
+    int d = 0;
+    for (; d + KF_VW <= D; d += KF_VW) {
+      const kf_vf xv = kf_load(x + d);
+      for (int i = 0; i < 8; ++i) acc[i] += xv * kf_load(y[i] + d);
+    }
+    const fm_v8 sums = sum8(acc);
+    if (d == D && !sigmoid) {  // no tail, no op: the 8 sums are the sampled values (w has CH >= g + 8)
+      __builtin_memcpy(w + g, &sums, sizeof sums);
+      continue;
+    }
+    float s[8];
+    __builtin_memcpy(s, &sums, sizeof s);
+    for (int i = 0; i < 8 && g + i < n; ++i) {
+      float t = s[i];
+      for (int e = d; e < D; ++e) t += x[e] * y[i][e];
+      w[g + i] = sigmoid ? 1.0f / (1.0f + std::exp(-t)) : t;
+    }
   }
-  for (; j + KF_VW <= N; j += KF_VW) {
-    kf_vf acc = {};
-    if (!first) acc = kf_load(out + j);
-    for (int i = 0; i < n; ++i) acc += kf_splat(w[i]) * kf_load(Z + (long long)(int)col[i] * N + j);
-    kf_store(out + j, acc);
+}
+
+// W vectors of the output row at o (columns j of zcol = Z + j) over the chunk: stores when
+// `first`, else loads, adds and stores.
+template <int W>
+static inline void update_tile(float* o, const float* w, const float* col, int n, const float* zcol, long long N,
+                               bool first, bool same) {
+  (void)same;
+  kf_vf acc[W];
+  for (int v = 0; v < W; ++v) acc[v] = first ? kf_vf{} : kf_load(o + v * KF_VW);
+  for (int i = 0; i < n; ++i) {
+#if PD > 0
+    // The tile's lines of Z's row PD nonzeros ahead in the chunk (with Z = Y the dot phase
+    // just read them: nothing to fetch).
+    if (!same && i + PD < n) {
+      const char* next = (const char*)(zcol + (long long)(int)col[i + PD] * N);
+      for (int l = 0; l < W * KF_VW * 4; l += 64) __builtin_prefetch(next + l, 0, 3);
+    }
+#endif
+    const kf_vf a = kf_splat(w[i]);
+    const float* z = zcol + (long long)(int)col[i] * N;
+    for (int v = 0; v < W; ++v) acc[v] += a * kf_load(z + v * KF_VW);
   }
+  for (int v = 0; v < W; ++v) kf_store(o + v * KF_VW, acc[v]);
+}
+
+static void update(float* out, const float* w, const float* col, int n, const float* Z, int N, bool first,
+                   bool same) {
+  int j = 0;
+  for (; j + CW <= N; j += CW) update_tile<NV>(out + j, w, col, n, Z + j, N, first, same);
+  if (NV > 4 && j + 4 * KF_VW <= N) update_tile<4>(out + j, w, col, n, Z + j, N, first, same), j += 4 * KF_VW;
+  if (NV > 2 && j + 2 * KF_VW <= N) update_tile<2>(out + j, w, col, n, Z + j, N, first, same), j += 2 * KF_VW;
+  for (; j + KF_VW <= N; j += KF_VW) update_tile<1>(out + j, w, col, n, Z + j, N, first, same);
   for (; j < N; ++j) {
     float acc = first ? 0.0f : out[j];
     for (int i = 0; i < n; ++i) acc += w[i] * Z[(long long)(int)col[i] * N + j];
@@ -74,6 +146,7 @@ static void fusedmm_block(const kf_ctx& ctx, const float* row_ptr, const float* 
   const double total = (double)row_ptr[M] + M;
   const int r0 = b == 0 ? 0 : first_row_at(row_ptr, M, total * b / nb);
   const int r1 = b == nb - 1 ? M : first_row_at(row_ptr, M, total * (b + 1) / nb);
+  const int pend = (int)row_ptr[r1];  // prefetches run into the block's next rows, not past it
   float w[CH];
   for (int r = r0; r < r1; ++r) {
     const float* x = X + (long long)r * D;
@@ -85,11 +158,8 @@ static void fusedmm_block(const kf_ctx& ctx, const float* row_ptr, const float* 
     }
     for (int q = p0; q < p1; q += CH) {
       const int n = p1 - q < CH ? p1 - q : CH;
-      for (int i = 0; i < n; ++i) {
-        const float s = dot(x, Y + (long long)(int)col_idx[q + i] * D, D);
-        w[i] = sigmoid ? 1.0f / (1.0f + std::exp(-s)) : s;
-      }
-      update(o, w, col_idx + q, n, Z, N, q == p0);
+      dots(x, col_idx + q, n, Y, D, col_idx + q, pend - q, sigmoid, w);
+      update(o, w, col_idx + q, n, Z, N, q == p0, Z == Y);
     }
   }
 }

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kforge/backend.hpp"
 #include "kforge/error.hpp"
@@ -114,6 +116,80 @@ TEST(SparseFusedmmCpu, PassesEveryPatternAtOddShapes) {
   expect_passes(*backend, {29, 31, 33, 70, 1, {}});                      // one nonzero
   expect_passes(*backend, {13, 17, 5, 3, 2000, {{"RBLOCKS", 64}}});      // fully dense, N below a vector
   expect_passes(*backend, {131, 97, 64, 130, 3000, {}});                 // defaults
+}
+
+// The register-tiled kernel (8 dot products reduced at once, NV-vector update tiles, prefetch) at
+// D and N off every vector width and tile: D = 19 (two vectors and 3 scalar columns), N = 45
+// (a tile of 4 vectors, one vector, 5 scalars at NV = 8), N = 130 (two 64-column tiles and 2
+// scalars); rows shorter than a group of 8, longer than a chunk, empty rows (pattern 5), one
+// dense row (pattern 6); the protocol poisons out, so a row left unwritten fails.
+TEST(SparseFusedmmCpu, RegisterTilesAtOddWidths) {
+  auto backend = make_backend("cpu");
+  for (const int pattern : {0, 2, 5, 6})
+    expect_passes(*backend, {41, 67, 19, 45, 700, {{"CH", 16}, {"NV", 8}, {"PD", 8}, {"RBLOCKS", 5}}}, pattern);
+  expect_passes(*backend, {23, 29, 37, 130, 500, {{"CH", 8}, {"NV", 8}, {"PD", 16}}}, 6);
+  expect_passes(*backend, {19, 23, 8, 9, 437, {{"CH", 64}, {"NV", 2}, {"PD", 0}}});  // every row dense
+  expect_passes(*backend, {37, 41, 3, 7, 300, {{"NV", 4}}}, 5);                      // D, N below a vector
+}
+
+// Planted errors in the new paths must be rejected: a lane of the 8-dot reduction taken from the
+// wrong group member, and the scalar tail of D losing its last column.
+TEST(SparseFusedmmCpu, PlantedErrorsAreRejected) {
+  auto backend = make_backend("cpu");
+  const std::vector<std::pair<std::string, std::string>> plants = {
+      {"4, 5, 6, 7, 12, 13, 14, 15);", "4, 5, 6, 7, 8, 9, 10, 11);"},
+      {"for (int e = d; e < D; ++e)", "for (int e = d; e + 1 < D; ++e)"}};
+  for (const auto& [from, to] : plants) {
+    EvalRequest req = test::library_request(
+        "fusedmm", "cpu", {{"M", 31}, {"K", 37}, {"D", 19}, {"N", 21}, {"NNZ", 400}}, DType::fp32, {});
+    const auto at = req.kernel.source.find(from);
+    ASSERT_NE(at, std::string::npos) << "the kernel no longer contains: " << from;
+    req.kernel.source.replace(at, from.size(), to);
+    req.verify.trials = 2;
+    const EvalResult r = evaluate(req, *backend);
+    EXPECT_EQ(r.disposition, Disposition::incorrect) << to << ": " << r.error;
+  }
+}
+
+// Z and Y one buffer (a graph embedding's update, D == N): the kernel skips prefetching Z then;
+// its result must equal the reference computed with Z = Y. out is poisoned (-7) beforehand.
+TEST(SparseFusedmmCpu, SameBufferForYAndZ) {
+  auto backend = make_backend("cpu");
+  const auto p = find_problem("fusedmm");
+  const Sizes s = p->resolve_sizes({{"M", 43}, {"K", 57}, {"D", 21}, {"N", 21}, {"NNZ", 600}});
+  for (const int op : {0, 1}) {
+    Instance in = p->make_instance(s, DType::fp32, Distribution::normal, 11, 2, {{"pattern", 5}, {"op", op}});
+    in.tensors[4] = in.tensors[3];  // Z = Y
+    std::vector<std::vector<double>> ref, mag;
+    p->reference(in, ref, mag);
+    const KernelSpec k = library_kernel(*p, Lang::cpp, s);
+    const ParamValues params = k.resolve({{"CH", 16}, {"RBLOCKS", 4}});
+    Defines defines{{"KF_DTYPE_FP32", "1"}};
+    for (const auto& [name, val] : params) defines.emplace_back(name, std::to_string(val));
+    auto module = backend->compile(k.source, k.entry, defines, k.source_path);
+    std::vector<std::unique_ptr<Buffer>> bufs;
+    for (std::size_t t = 0; t < 6; ++t) {
+      if (t == 4) continue;  // Z: Y's buffer
+      std::vector<float> host(static_cast<std::size_t>(p->tensor_elements(t, s)), -7.0f);
+      if (t < 4) host.assign(in.tensors[t].begin(), in.tensors[t].end());
+      bufs.push_back(backend->alloc(host.size() * 4));
+      backend->write(*bufs.back(), host.data(), host.size() * 4);
+    }
+    std::vector<Arg> args{Arg::buf(*bufs[0]), Arg::buf(*bufs[1]), Arg::buf(*bufs[2]),
+                          Arg::buf(*bufs[3]), Arg::buf(*bufs[3]), Arg::buf(*bufs[4])};
+    for (const char* n : {"M", "K", "D", "N", "NNZ"}) args.push_back(Arg::i(static_cast<std::int32_t>(s.at(n))));
+    args.push_back(Arg::f(5.0f));  // pattern
+    args.push_back(Arg::f(static_cast<float>(op)));
+    backend->run(*module, k.geometry(params, s), args);
+    std::vector<float> got(43 * 21);
+    backend->read(*bufs[4], got.data(), got.size() * 4);
+    bool some_nonzero = false;
+    for (std::size_t e = 0; e < got.size(); ++e) {  // fp32 sums of ~35 terms: far inside 1e-5 of their magnitude
+      ASSERT_NEAR(got[e], ref[0][e], 1e-5 * mag[0][e] + 1e-30) << "op " << op << " out[" << e << "]";
+      some_nonzero = some_nonzero || got[e] != 0;
+    }
+    EXPECT_TRUE(some_nonzero);
+  }
 }
 
 TEST(SparseFusedmmOpenCl, PassesEveryPattern) {

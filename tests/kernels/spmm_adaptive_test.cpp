@@ -38,7 +38,8 @@ TEST(SpmmAdaptive, EveryPatternOnEachPathAndAdaptive) {
   for (int pattern = 0; pattern < sparse::kPatternCount; ++pattern)
     for (const std::int64_t threshold : {0, 250, 1001}) {
       if (threshold == 1001 && pattern > 0) continue;  // the CSR path is spmm.cpp's loop: one pattern
-      expect_passes(*backend, odd, {{"DENSE_PERMILLE", threshold}, {"RT", pattern % 2 == 0 ? 8 : 4}, {"NV", 1}, {"BN", 32}},
+      expect_passes(*backend, odd,
+                    {{"DENSE_PERMILLE", threshold}, {"RT", pattern % 2 == 0 ? 8 : 4}, {"DNV", 1}, {"NV", 1}, {"BN", 32}},
                     pattern);
     }
 }
@@ -48,6 +49,37 @@ TEST(SpmmAdaptive, TinyAndDenseShapes) {
   expect_passes(*backend, {{"M", 1}, {"K", 1}, {"N", 1}, {"NNZ", 1}}, {{"DENSE_PERMILLE", 0}}, 0);
   expect_passes(*backend, {{"M", 17}, {"K", 19}, {"N", 3}, {"NNZ", 323}}, {{"DENSE_PERMILLE", 400}, {"RT", 2}}, 0);
   expect_passes(*backend, {{"M", 67}, {"K", 33}, {"N", 131}, {"NNZ", 2000}}, {}, 6);  // one dense row, defaults
+}
+
+// The CSR path is spmm.cpu's code (kernels/common/spmm_rows.hpp) over runs of CSR tiles inside
+// work-balanced row blocks whose ends cut tiles: 4 or 5 blocks over 53 rows with tiles of 8 and
+// a threshold that puts tiles on both paths (power-law rows, 4-row blocks, one dense row), at NV = 8 with
+// the 2-D tiles forced (KP 16, KMIN 0: several K ranges) and the one-pass path (KP 0).
+TEST(SpmmAdaptive, CsrRunsBetweenDenseTilesInWorkBlocks) {
+  auto backend = make_backend("cpu");
+  const Sizes odd{{"M", 53}, {"K", 61}, {"N", 77}, {"NNZ", 1100}};
+  for (const int pattern : {1, 3, 6})
+    for (const std::int64_t kp : {0, 16})
+      expect_passes(*backend, odd,
+                    {{"DENSE_PERMILLE", 400}, {"RBLOCKS", pattern == 3 ? 5 : 4}, {"NV", 8}, {"BN", 128},
+                     {"KP", kp}, {"KMIN", 0}},
+                    pattern);
+}
+
+// A planted error in the run bookkeeping: the last row of each block's final CSR run left out
+// (out is poisoned by the protocol) must be rejected.
+TEST(SpmmAdaptive, PlantedErrorIsRejected) {
+  auto backend = make_backend("cpu");
+  EvalRequest req = test::library_request("spmm", "cpu", {{"M", 53}, {"K", 61}, {"N", 45}, {"NNZ", 900}}, DType::fp32,
+                                          {{"RBLOCKS", 4}});
+  req.kernel = adaptive_spec();
+  const std::string from = "spmm_rows(row_ptr, col_idx, values, B, C, K, N, csr0, r1, n0, nc)";
+  const auto at = req.kernel.source.find(from);
+  ASSERT_NE(at, std::string::npos) << "the kernel no longer contains: " << from;
+  req.kernel.source.replace(at, from.size(), "spmm_rows(row_ptr, col_idx, values, B, C, K, N, csr0, r1 - 1, n0, nc)");
+  req.verify.trials = 2;
+  const EvalResult r = evaluate(req, *backend);
+  EXPECT_EQ(r.disposition, Disposition::incorrect) << r.error;
 }
 
 TEST(SpmmAdaptive, IsNotTheLibraryDefault) {
