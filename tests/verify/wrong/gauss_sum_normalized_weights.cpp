@@ -3,8 +3,8 @@
 // has): OUT[i,e] = W_e * sum_j f_ij (B[j,e] / W_e), W_e = sum_j |B[j,e]|. Where a column of
 // weights is all zero, 0/0 = NaN in every row. Drawn weights are never all zero in a column of
 // M = 67, so random trials pass it.
-// Caught by: `structured` (the negative_zero pattern makes every weight -0.0: W_e = 0; the element
-//   check inside is `finite`). Quick mode (random inputs only) passes it.
+// Caught by: `structured` (zero_columns zeroes B's first column, negative_zero every weight: W_e
+//   = 0; the element check inside is `finite`). Quick mode (random inputs only) passes it.
 //   build/kforge eval --problem lazy_reduce.gauss_sum --lang cpp --grid N \
 //     --source tests/verify/wrong/gauss_sum_normalized_weights.cpp \
 //     --size N=53,M=67,D=3,E=2 --thorough --json
