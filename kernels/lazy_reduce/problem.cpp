@@ -191,6 +191,9 @@ void LazyReduce::reference(const Instance& in, std::vector<std::vector<double>>&
             const double b = B[j * E + e];
             s += f[j].v * b;
             a += f[j].err * std::fabs(b) + static_cast<double>(M + 1) * std::fabs(f[j].v * b);
+            // A product below fp32's normal range rounds to the subnormal grid: up to half of
+            // 2^-149 absolute, which is u * 2^-126 (in the magnitude's units of u), not relative.
+            if (std::fabs(f[j].v * b) < 0x1p-126) a += 0x1p-126;
           }
           y[i * E + e] = s, m[i * E + e] = 2 * a;
         }
