@@ -10,7 +10,7 @@ kforge process (ru_maxrss). CPU timings, wall time of the whole command, kernel 
 warm-up round is dropped).
 
     OPENBLAS_THREAD_TIMEOUT=4 python3 bench/index_width_cost.py [--kforge build/kforge] \\
-        [--rounds 3] [--problems activation.relu,softmax,gemm] [--dtypes fp32,bf16]
+        [--rounds 3] [--problems activation.relu,softmax,gemm,scan.linear] [--dtypes fp32,bf16]
 """
 import argparse
 import json
@@ -19,13 +19,19 @@ import statistics
 import subprocess
 import time
 
-SIZES = {"gemm": "M=64,N=64,K=64"}  # others: M=37,N=45 (row-wise families)
+SIZES = {"gemm": "M=64,N=64,K=64"}  # others: M=37,N=45 (row-wise families), scan.*: batch=5,time=64
+
+
+def sizes_of(problem):
+    if problem.startswith("scan."):
+        return "batch=5,time=64"
+    return SIZES.get(problem, "M=37,N=45")
 
 
 def run(kforge, problem, dtype, mode):
     env = dict(os.environ, OPENBLAS_THREAD_TIMEOUT="4")
     cmd = [kforge, "verify", problem, "--thorough", "--backend", "cpu", "--dtype", dtype, "--json",
-           "--size", SIZES.get(problem, "M=37,N=45")]
+           "--size", sizes_of(problem)]
     if mode == "off":
         cmd.append("--no-index-width")
     else:
@@ -47,7 +53,7 @@ def peak_rss_mib(kforge, problem, dtype, mode):
     """One more run under /usr/bin/time -f %M (maximum resident set size, KiB)."""
     env = dict(os.environ, OPENBLAS_THREAD_TIMEOUT="4")
     cmd = ["/usr/bin/time", "-f", "%M", kforge, "verify", problem, "--thorough", "--backend", "cpu", "--dtype",
-           dtype, "--json", "--size", SIZES.get(problem, "M=37,N=45"),
+           dtype, "--json", "--size", sizes_of(problem),
            "--no-index-width" if mode == "off" else "--index-width"]
     if mode == "proxy":
         env["KFORGE_INDEX_WIDTH_PROXY"] = "1"

@@ -122,6 +122,19 @@ class LazyReduce final : public Problem, public AlternativeAnswers {
   // The magnitude carries the whole error scale (see reference()), so the verifier's gamma_n
   // is taken with n = 1.
   double reduction_length(const Sizes&) const override { return 1; }
+  // Structured inputs, the library's gauss_sum only: its weights B as a matrix of rows of E
+  // (zero rows: points that weigh nothing, identical and one-hot rows, equal weights, alternating
+  // signs, subnormal weights, -0.0 weights). near_overflow scales B to max / (4 M): the formula
+  // exp(-sqdist/s) is in (0, 1], so a sum over M points stays finite. The points X and Y stay
+  // as drawn: they are the formula's arguments, and for a formula in general a pattern can leave
+  // its domain (a zero in a log, an overflowing sqdist in exp) or make argmin/kmin ties; a user's
+  // formula (lazy_reduce:<reduction>:<formula>) declares nothing, since the bound |f| <= 1 that
+  // near_overflow's scale needs is the library formula's, not every formula's.
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override {
+    if (name_ != "lazy_reduce.gauss_sum") return {};
+    return {-1, -1, s.at("E"), -1};
+  }
+  double near_overflow_length(const Sizes& s) const override { return static_cast<double>(s.at("M")); }
   // Per pair: D coordinates (a subtraction and an FMA for sqdist) plus the formula's rest,
   // counted as 2 D + 8; the sum's weights 2 E.
   double flops(const Sizes& s) const override {
@@ -178,6 +191,9 @@ void LazyReduce::reference(const Instance& in, std::vector<std::vector<double>>&
             const double b = B[j * E + e];
             s += f[j].v * b;
             a += f[j].err * std::fabs(b) + static_cast<double>(M + 1) * std::fabs(f[j].v * b);
+            // A product below fp32's normal range rounds to the subnormal grid: up to half of
+            // 2^-149 absolute, which is u * 2^-126 (in the magnitude's units of u), not relative.
+            if (std::fabs(f[j].v * b) < 0x1p-126) a += 0x1p-126;
           }
           y[i * E + e] = s, m[i * E + e] = 2 * a;
         }

@@ -52,13 +52,15 @@ class Reduce final : public Problem {
                        " is too long for argmax: indices are fp32 values, exact up to 16777216");
   }
 
-  // The index_width check, axis 1 only: X (M,N) with M*N = 2^31 + 2^15 elements, so row 2^16
-  // starts at flat index 2^31 where a 32-bit i*N + j wraps; the last two rows are live. A zero
-  // row's sum, max and argmax are all 0, the promise the check needs. Axis 0 has none: zero
-  // rows added to a column change its max and its argmax.
+  // The index_width check: X (M,N) with M*N = 2^31 + 2^15 elements, so row 2^16 starts at flat
+  // index 2^31 where a 32-bit i*N + j wraps; the last two rows are live. Axis 1: a zero row's
+  // sum, max and argmax are all 0, the promise the check needs. Axis 0, the sum only: the zero
+  // rows add exact zeros to every column, so Y (N, which does not grow) is the live rows' column
+  // sums. The column max and argmax have none: zero rows change a column's max (when its live
+  // values are negative) and shift its argmax by the rows before.
   WideIndexShape wide_index_shape(const Sizes& requested) const override {
     (void)requested;
-    if (axis_ != 1) return {};
+    if (axis_ != 1 && op_ != Op::sum) return {};
     return {{{"M", (1 << 16) + 1}, {"N", 1 << 15}}, {{"M", 2}, {"N", 1 << 15}}};
   }
 

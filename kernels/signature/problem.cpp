@@ -72,6 +72,25 @@ class Signature final : public Problem {
   // the term), k factors: (L-1)(k+1) + 4k, plus 2 to spare.
   static double level_length(std::int64_t L, std::int64_t k) { return static_cast<double>(L - 1) * (k + 1) + 4.0 * k + 2; }
   double reduction_length(const Sizes& s) const override { return level_length(s.at("L"), s.at("LEVEL")); }
+  // Structured inputs: X a matrix of points, rows of D. identical_rows and all_equal make every
+  // path constant (every increment zero: the signature is 0), zero_columns fixes channels 0, 3,
+  // ... at 0 (fewer moving coordinates), one_hot_rows makes each point a unit vector (each
+  // increment moves two coordinates by 1), zero_rows sends every third point to the origin,
+  // alternating_signs zig-zags (a large total variation), subnormal_inputs gives subnormal
+  // increments whose products underflow, negative_zero -0.0 points.
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override { return {s.at("D"), -1}; }
+  // near_overflow: the level-LEVEL terms (products of LEVEL increments, at most TV^LEVEL /
+  // LEVEL! for a total variation TV <= 2 (L-1) D max|x|) overflow first, so max|x| is chosen
+  // for TV^LEVEL / LEVEL! = a quarter of fp32's largest value, given as the length that the
+  // pattern divides a quarter of it by (it scales X to max / (4 length)). Every level and every
+  // partial sum of Chen's identity then stays finite; only a kernel that forms a larger
+  // intermediate (a power of the path's scale, a product of unscaled terms) overflows.
+  double near_overflow_length(const Sizes& s) const override {
+    const double big = 3.4028234663852886e38, level = static_cast<double>(s.at("LEVEL"));
+    const double tv = std::pow(big / 4 * std::tgamma(level + 1), 1 / level);
+    const double top = tv / (2.0 * static_cast<double>(s.at("L") - 1) * static_cast<double>(s.at("D")));
+    return big / (4 * top);
+  }
   std::vector<std::vector<double>> reduction_lengths(const Instance& in) const override {
     const std::int64_t B = in.sizes.at("B"), L = in.sizes.at("L"), D = in.sizes.at("D"), N = in.sizes.at("LEVEL");
     std::vector<double> one;  // one path's lengths, level by level

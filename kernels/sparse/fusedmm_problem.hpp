@@ -99,6 +99,17 @@ class Fusedmm final : public SparseProblem {
     return tensor_list(std::move(n));
   }
   double reduction_length(const Sizes& s) const override { return static_cast<double>(s.at("K") + s.at("D") + 10); }
+  // Structured inputs: X and Y matrices of rows of D (a zero row of X samples zeros: op 0 gives
+  // a zero output row, the sigmoid 1/2 per edge; identical rows make a row's samples equal), Z
+  // of rows of N; the pattern stays the generator's. near_overflow: out sums up to K products
+  // of a D-term dot product and Z, a sum of K*D triple products (not K + D), so each of X, Y, Z
+  // is scaled to (max / (4 K D))^(1/3).
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override {
+    return {-1, -1, s.at("D"), s.at("D"), s.at("N"), -1};
+  }
+  double near_overflow_length(const Sizes& s) const override {
+    return static_cast<double>(s.at("K")) * static_cast<double>(s.at("D"));
+  }
   // A dot product of D and an update of N per nonzero (the sigmoid's few operations not counted).
   double flops(const Sizes& s) const override {
     return 2.0 * s.at("NNZ") * (static_cast<double>(s.at("D")) + s.at("N"));

@@ -105,6 +105,16 @@ class GnnAttention final : public SparseProblem {
   }
   // The magnitude is already an error bound in units of u (see reference()).
   double reduction_length(const Sizes&) const override { return 1; }
+  // Structured inputs, as attention's: Q and K matrices of rows of D (a zero row of Q or K makes
+  // a row's scores all equal: uniform weights; every pattern but near_overflow keeps |q|, |k| <=
+  // 4), V of rows of N. near_overflow scales V alone, to max / (4 M): an online-softmax kernel's
+  // unnormalized sum over a row's edges (up to M in the dense_row pattern, weights <= 1) stays
+  // finite, as attention's is scaled by S.
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override {
+    return {-1, -1, s.at("D"), s.at("D"), s.at("N"), -1};
+  }
+  double near_overflow_length(const Sizes& s) const override { return static_cast<double>(s.at("M")); }
+  bool near_overflow_scales(std::size_t t) const override { return t == kV; }
   // A multiply-add per edge and feature in the scores (D) and in the sum (N); exp not counted.
   double flops(const Sizes& s) const override {
     return 2.0 * static_cast<double>(s.at("NNZ")) * static_cast<double>(s.at("D") + s.at("N"));

@@ -90,6 +90,11 @@ class GnnAggregate final : public SparseProblem {
     return tensor_list(std::move(n));
   }
   double reduction_length(const Sizes& s) const override { return static_cast<double>(s.at("M") + 11); }
+  // Structured inputs: H a matrix of rows of N (a zero row is a node with no message, identical
+  // rows make every neighbour's message the same, one-hot rows a single active feature); the
+  // graph stays the generator's. near_overflow scales H to max / (4 (M + 11)): a mean kernel
+  // that sums a row's up to M messages before dividing stays finite.
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override { return {-1, -1, s.at("N"), -1}; }
   // A multiply and an add per edge and feature (GCN's self term and the weights not counted).
   double flops(const Sizes& s) const override { return 2.0 * s.at("NNZ") * s.at("N"); }
   // The pattern, H and out once each.

@@ -208,6 +208,13 @@ class Spdnn final : public Problem {
     return tensor_list(std::vector<double>(B * N, n), std::vector<double>(B, n));
   }
   double reduction_length(const Sizes& s) const override { return static_cast<double>(s.at("K") + 11); }
+  // Structured inputs: Y0 a matrix of rows of N (zero rows: inputs whose category is 0,
+  // identical rows, one-hot rows, equal values; alternating signs: negative input features, which
+  // the generator never draws (its inputs are 0, 1 or multiples of 1/4), so a kernel that takes
+  // "active" to mean y > 0 fails; near overflow: layer 0 sums K weights of at most 2.5/K times Y0,
+  // then ReLU and the clip at 32 hold every later layer). The layers (W_idx, W_val, bias) stay the
+  // generator's: their weights and biases are the challenge's, the indices a circulant's.
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override { return {s.at("N"), -1, -1, -1, -1, -1}; }
   // A multiply and an add per connection, input and layer (every row counted, live or not).
   double flops(const Sizes& s) const override {
     return 2.0 * s.at("B") * s.at("N") * s.at("K") * s.at("L");

@@ -168,6 +168,14 @@ class SpmmBell final : public Problem {
     return tensor_list(std::move(n));
   }
   double reduction_length(const Sizes& s) const override { return static_cast<double>(s.at("K")); }
+  // Structured inputs: B a matrix of rows of N (zero rows, columns, identical and one-hot rows,
+  // equal values, near overflow: an output row sums at most K products). The tiles' values stay
+  // the generator's: their zero cells, the ragged edge past K and the padding tiles are the
+  // format's structure, which an element-wise pattern would fill (all_equal would turn every
+  // stored cell into a nonzero and write past K), so the values keep their drawn magnitudes
+  // (normal draws, |v| < 6) and near_overflow's length is 8 K to leave room for them.
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override { return {-1, -1, s.at("N"), -1}; }
+  double near_overflow_length(const Sizes& s) const override { return 8.0 * static_cast<double>(s.at("K")); }
   // The nonzeros the slots can hold at most.
   static double nonzeros(const Sizes& s) {
     return std::min({static_cast<double>(s.at("NNZ")), static_cast<double>(s.at("M")) * s.at("K"),

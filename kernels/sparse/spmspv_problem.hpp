@@ -130,6 +130,11 @@ class Spmspv final : public SparseProblem {
     return tensor_list(std::move(n), std::vector<double>(M, 1.0));
   }
   double reduction_length(const Sizes& s) const override { return static_cast<double>(s.at("XNNZ")); }
+  // Structured inputs: A's values and x's values element-wise (all equal, alternating signs,
+  // subnormal, near overflow: y[r] sums at most XNNZ products, negative zero: every value -0.0,
+  // so x holds only zeros and the result is its structural mask with zero values); the
+  // structures (col_ptr, row_idx, x_idx) stay the generator's.
+  std::vector<std::int64_t> structured_rows(const Sizes&) const override { return {-1, -1, 0, -1, 0, -1, -1}; }
   // The entries x selects: NNZ * XNNZ / K of them on average (exact for a uniform pattern's
   // expectation; the sizes alone cannot say more), a multiply and an add each.
   double flops(const Sizes& s) const override { return 2.0 * touched(s); }

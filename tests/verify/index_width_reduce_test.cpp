@@ -1,6 +1,6 @@
-// The index_width check beyond gemm: reduce's row reductions declare a wide instance (X past
-// 2^31 elements, zeros but its last two rows), a row sum with a 32-bit row start is rejected by
-// it, and the library's kernel (64-bit indices) passes it. Each run maps 8 GiB of never-backed
+// The index_width check beyond gemm: reduce's row reductions and its column sum declare a wide
+// instance (X past 2^31 elements, zeros but its last two rows), a row sum with a 32-bit row start
+// is rejected by it, and the library's kernels (64-bit indices) pass it. Each run maps 8 GiB of never-backed
 // address space and reads it through the shared zero page: a few seconds.
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 namespace kforge {
 namespace {
 
-TEST(IndexWidthReduce, RowReductionsDeclareATensorPast2To31ElementsAndColumnOnesDoNot) {
+TEST(IndexWidthReduce, RowReductionsAndTheColumnSumDeclareATensorPast2To31Elements) {
   for (const char* name : {"reduce.sum_axis1", "reduce.max_axis1", "reduce.argmax_axis1"}) {
     const auto p = find_problem(name);
     const auto w = p->wide_index_shape(p->default_sizes());
@@ -22,8 +22,14 @@ TEST(IndexWidthReduce, RowReductionsDeclareATensorPast2To31ElementsAndColumnOnes
     EXPECT_LT(p->tensor_elements(0, w.live), std::int64_t{1} << 20) << name << ": the live part stays small";
     p->check_sizes(w.sizes);  // argmax's index limit (2^24 along a row) holds
   }
-  for (const char* name : {"reduce.sum_axis0", "reduce.max_axis0", "reduce.argmax_axis0"})
+  for (const char* name : {"reduce.max_axis0", "reduce.argmax_axis0"})
     EXPECT_TRUE(find_problem(name)->wide_index_shape({}).sizes.empty()) << name << ": zero rows change a column's max";
+  // The column sum: X past 2^31 elements along the reduced axis, Y (N) the live rows' sums.
+  const auto sum0 = find_problem("reduce.sum_axis0");
+  const auto w = sum0->wide_index_shape({});
+  ASSERT_FALSE(w.sizes.empty());
+  EXPECT_GT(sum0->tensor_elements(0, w.sizes), std::int64_t{1} << 31);
+  EXPECT_EQ(sum0->tensor_elements(1, w.sizes), sum0->tensor_elements(1, w.live)) << "Y does not grow";
 }
 
 bool index_width_ran(const nlohmann::json& doc) {
@@ -32,6 +38,15 @@ bool index_width_ran(const nlohmann::json& doc) {
         c.value("detail", "").rfind("passed at", 0) == 0)
       return true;
   return false;
+}
+
+// The library's column sum through the wide run: every column sums 2^16 - 1 zero rows and two
+// live ones, read across flat index 2^31.
+TEST(IndexWidthReduce, TheLibraryColumnSumPasses) {
+  const auto r = test::kforge_cli("verify reduce.sum_axis0 --backend cpu --size M=37,N=45 --index-width --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto j = test::parse_or_fail(r);
+  EXPECT_TRUE(index_width_ran(j.is_array() ? j.at(0) : j)) << r.out;
 }
 
 TEST(IndexWidthReduce, A32BitRowStartIsRejectedAndTheLibraryKernelPasses) {
