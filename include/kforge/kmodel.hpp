@@ -91,13 +91,21 @@ struct Spectrum {
   Eigen::MatrixXd u;  // (n, r)
   Eigen::VectorXd s;  // (r)
 };
-// LAPACK (OpenBLAS: dsytrd, dstemr, dormtr) or Eigen's SelfAdjointEigenSolver (always every eigenpair).
-enum class EigenSolver { lapack, eigen };
+// automatic: a pivoted Cholesky factor K ~ L L^T (columns added until the trace of what is left
+// is below rank_tol times a lower bound of s_max), then QR of L and the small eigenproblem of
+// R R^T: O(n r^2), exact to the truncation, when K is numerically of rank r <= n/4 (a smooth
+// kernel on low-dimensional data); else it gives up at n/4 columns and runs lapack.
+// lapack: OpenBLAS's dsytrd, dstemr, dormtr. eigen: Eigen's SelfAdjointEigenSolver (every eigenpair).
+enum class EigenSolver { automatic, lapack, eigen };
 [[nodiscard]] EigenSolver parse_eigensolver(const std::string& s);
 // lapack computes only the eigenpairs above rank_tol * s_max: those fit_path iterates on (all
 // when rank_tol is 0); the tridiagonalization stays O(n^3), the eigenvectors cost O(n^2 r).
+// automatic with rank_tol 0 is lapack.
 [[nodiscard]] Spectrum decompose(const Eigen::MatrixXd& k, EigenSolver how = EigenSolver::lapack,
                                  double rank_tol = 0);
+// The pivoted Cholesky route of `automatic`; returns false (and leaves `out` alone) when more
+// than max_rank columns would be needed.
+[[nodiscard]] bool low_rank_eigenpairs(const Eigen::MatrixXd& k, double rank_tol, Eigen::Index max_rank, Spectrum& out);
 
 // One fitted model.
 struct Fit {
@@ -130,6 +138,15 @@ struct Fit {
 // smooth losses only (throws std::invalid_argument for the hinge: fit_path_smo).
 [[nodiscard]] std::vector<Fit> fit_path(const Spectrum& sp, const Eigen::VectorXd& y, const SolverOptions& o,
                                         const std::vector<double>& lambdas, bool warm = true);
+// The same path for the model fitted on `rows` only (a training fold), from the spectrum of the
+// kernel matrix over ALL of y's rows: the loss sums over `rows`, the penalty is
+// (lambda/2) alpha^T K alpha with n_t = rows.size() in the 1/n_t; the other rows' labels are not
+// read. Every minimizer's alpha vanishes off `rows` (the representer theorem), so the fit is the
+// one fit_path gives on the block K[rows, rows]; Fit::alpha has rows.size() entries, in the order
+// of `rows`. Cross-validation uses it to decompose once for all folds.
+[[nodiscard]] std::vector<Fit> fit_path_rows(const Spectrum& sp, const Eigen::VectorXd& y,
+                                             const std::vector<Eigen::Index>& rows, const SolverOptions& o,
+                                             const std::vector<double>& lambdas, bool warm = true);
 
 // The hinge loss's path, exactly: per lambda the dual
 //   minimize (1/2) a^T Q a - 1^T a  over 0 <= a_i <= C,  y^T a = 0,   Q_ij = y_i y_j K_ij,
@@ -158,8 +175,11 @@ struct CvOptions {
   std::vector<double> lambdas;  // the path's order
   int folds = 5;
   std::uint64_t seed = 1;
-  EigenSolver eigensolver = EigenSolver::lapack;
+  EigenSolver eigensolver = EigenSolver::automatic;
   bool warm = true;
+  // The smooth losses: ONE decomposition of the whole kernel matrix for every fold (fit_path_rows)
+  // instead of one per training fold's block (fit_path). The hinge's SMO decomposes nothing.
+  bool shared_decomposition = true;
 };
 
 struct LambdaScore {

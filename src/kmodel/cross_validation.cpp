@@ -92,6 +92,13 @@ CvResult cross_validate(const Dataset& d, const CvOptions& o) {
   r.fold = stratified_folds(d.y, o.folds, o.seed);
   const std::vector<int>& fold = r.fold;
   for (const double l : o.lambdas) r.path.push_back(LambdaScore{l, {}, 0, 0, 0, 0, 0, 0, true});
+  const bool smooth = o.solver.loss != Loss::hinge;
+  Spectrum shared;  // the whole K's, for every fold (fit_path_rows)
+  if (smooth && o.shared_decomposition) {
+    t0 = std::chrono::steady_clock::now();
+    shared = decompose(k, o.eigensolver, o.solver.rank_tol);
+    r.seconds_eigen += seconds_since(t0);
+  }
   for (int f = 0; f < o.folds; ++f) {
     std::vector<Eigen::Index> train, test;
     for (Eigen::Index i = 0; i < d.y.size(); ++i) (fold[i] == f ? test : train).push_back(i);
@@ -102,6 +109,9 @@ CvResult cross_validate(const Dataset& d, const CvOptions& o) {
     if (o.solver.loss == Loss::hinge) {  // SMO on the fold's Gram block: no decomposition
       const Eigen::MatrixXd k_train = rows_cols(k, train, train);
       fits = fit_path_smo(k_train, y_train, o.solver, o.lambdas, o.warm);
+    } else if (o.shared_decomposition) {
+      fits = fit_path_rows(shared, d.y, train, o.solver, o.lambdas, o.warm);
+      r.rank.push_back(fits.empty() ? 0 : fits.front().rank);
     } else {
       const Spectrum sp = decompose(rows_cols(k, train, train), o.eigensolver, o.solver.rank_tol);
       r.seconds_eigen += seconds_since(t0);

@@ -10,6 +10,15 @@
 // (the majorizer is a fixed metric, so this is FISTA in that metric), restarted when the
 // objective rises.
 //
+// Cross-validation runs this on the spectrum of the WHOLE kernel matrix with the loss summed over
+// one fold's training rows only (fit_path_rows; TorchKM's idea for its CV refits): the majorizer
+// keeps c |df|^2 over ALL rows (an upper bound of the masked c sum_train df_i^2, so still a
+// majorizer, and still diagonal in U's basis), the penalty is the training count's n_t lambda, and
+// every minimizer's function lies in the span of the training rows' kernel columns (the
+// representer theorem): alpha = -g / (n_t lambda) vanishes on the held-out rows. So one
+// decomposition serves every fold, the fit is the fold's own, and its alpha is read off the
+// training rows. In b's equation 1^T 1 is then ALL rows' count (the majorizer's |df|^2).
+//
 // Only the r eigenpairs with s_k > rank_tol * s_max are iterated on: the others do not move f or
 // the objective. Their coefficients are set at the end so that alpha = -g / (n lambda), the
 // representer form every minimizer has; so alpha is the full problem's, and predictions at new
@@ -30,11 +39,17 @@ struct Point {
 
 }  // namespace
 
-std::vector<Fit> fit_path(const Spectrum& sp, const Eigen::VectorXd& y, const SolverOptions& o,
-                          const std::vector<double>& lambdas, bool warm) {
+std::vector<Fit> fit_path_rows(const Spectrum& sp, const Eigen::VectorXd& y, const std::vector<Eigen::Index>& rows,
+                               const SolverOptions& o, const std::vector<double>& lambdas, bool warm) {
   if (o.loss == Loss::hinge) throw std::invalid_argument("fit_path: the hinge's path is fit_path_smo");
   const Eigen::Index n = y.size();
-  const double nd = static_cast<double>(n), c = curvature_bound(o.loss, o.delta);
+  if (sp.u.rows() != n) throw std::invalid_argument("fit_path_rows: the spectrum and y differ in rows");
+  if (rows.empty()) throw std::invalid_argument("fit_path_rows: no rows to fit");
+  for (const Eigen::Index i : rows)
+    if (i < 0 || i >= n) throw std::invalid_argument("fit_path_rows: a row index is out of range");
+  // nd: the rows the loss sums over (the penalty's n_t); n_all: 1^T 1 of the majorizer.
+  const double nd = static_cast<double>(rows.size()), n_all = static_cast<double>(n);
+  const double c = curvature_bound(o.loss, o.delta);
   const double tol = o.tol > 0 ? o.tol : 1e-4;
   const int max_iter = o.max_iter > 0 ? o.max_iter : 20000;
   const double s_max = sp.s.size() > 0 ? sp.s.maxCoeff() : 0;
@@ -46,16 +61,16 @@ std::vector<Fit> fit_path(const Spectrum& sp, const Eigen::VectorXd& y, const So
   Eigen::VectorXd sb(r);
   const Eigen::ArrayXd s = sp.s.tail(r).array();
   const Eigen::ArrayXd w = (u.transpose() * Eigen::VectorXd::Ones(n)).array();  // U_r^T 1
-  const double w_rest = std::max(0.0, nd - w.square().sum());  // |U_null^T 1|^2
+  const double w_rest = std::max(0.0, n_all - w.square().sum());  // |U_null^T 1|^2
 
   auto objective_at = [&](double lambda, const Point& p) {
     double sum = 0;
-    for (Eigen::Index i = 0; i < n; ++i) sum += loss_value(o.loss, o.delta, y[i] * p.f[i]);
+    for (const Eigen::Index i : rows) sum += loss_value(o.loss, o.delta, y[i] * p.f[i]);
     return sum / nd + 0.5 * lambda * (s * p.beta.array().square()).sum();
   };
-  Eigen::VectorXd g(n), gh(r);
+  Eigen::VectorXd g = Eigen::VectorXd::Zero(n), gh(r);  // g stays 0 off `rows`
   auto slopes_at = [&](const Point& p) {  // g and gh = U_r^T g at p
-    for (Eigen::Index i = 0; i < n; ++i) g[i] = y[i] * loss_slope(o.loss, o.delta, y[i] * p.f[i]);
+    for (const Eigen::Index i : rows) g[i] = y[i] * loss_slope(o.loss, o.delta, y[i] * p.f[i]);
     if (r > 0) blas::gemv(/*trans=*/true, u_data, n, r, n, g.data(), gh.data());
   };
 
@@ -121,12 +136,21 @@ std::vector<Fit> fit_path(const Spectrum& sp, const Eigen::VectorXd& y, const So
     }
     if (!have_slopes) slopes_at(x);
     // alpha = U_r beta + U_null (-U_null^T g / (n lambda)), U_null U_null^T = I - U_r U_r^T.
-    fit.alpha = u * x.beta - (g - u * gh) / nl;
+    const Eigen::VectorXd alpha = u * x.beta - (g - u * gh) / nl;
+    fit.alpha.resize(static_cast<Eigen::Index>(rows.size()));  // off `rows` alpha is ~0 (converged)
+    for (std::size_t i = 0; i < rows.size(); ++i) fit.alpha[static_cast<Eigen::Index>(i)] = alpha[rows[i]];
     fit.b = x.b;
     fit.objective = objective_at(lambda, x);
     out.push_back(std::move(fit));
   }
   return out;
+}
+
+std::vector<Fit> fit_path(const Spectrum& sp, const Eigen::VectorXd& y, const SolverOptions& o,
+                          const std::vector<double>& lambdas, bool warm) {
+  std::vector<Eigen::Index> all(static_cast<std::size_t>(y.size()));
+  for (Eigen::Index i = 0; i < y.size(); ++i) all[static_cast<std::size_t>(i)] = i;
+  return fit_path_rows(sp, y, all, o, lambdas, warm);
 }
 
 }  // namespace kforge::kmodel
