@@ -147,6 +147,13 @@ struct Fit {
 [[nodiscard]] std::vector<Fit> fit_path_rows(const Spectrum& sp, const Eigen::VectorXd& y,
                                              const std::vector<Eigen::Index>& rows, const SolverOptions& o,
                                              const std::vector<double>& lambdas, bool warm = true);
+// fit_path_rows for several row sets (the training folds) at once: per lambda their steps run in
+// lockstep, each step's two products with U taken for all of them as one matrix product (U is
+// read once per step, not once per fold). out[j] is fold j's path, as fit_path_rows gives it.
+[[nodiscard]] std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::VectorXd& y,
+                                                           const std::vector<std::vector<Eigen::Index>>& folds,
+                                                           const SolverOptions& o, const std::vector<double>& lambdas,
+                                                           bool warm = true);
 
 // The hinge loss's path, exactly: per lambda the dual
 //   minimize (1/2) a^T Q a - 1^T a  over 0 <= a_i <= C,  y^T a = 0,   Q_ij = y_i y_j K_ij,

@@ -177,6 +177,19 @@ TEST_P(SolverVsNewton, FoldFromTheWholeSpectrumIsTheFoldsMinimizer) {
         EXPECT_LE((f.alpha - own[l].alpha).norm(), c.close * own[l].alpha.norm()) << "lambda " << lambdas[l];
         EXPECT_NEAR(f.b, own[l].b, c.close * (1 + std::abs(own[l].b)));
       }
+      // In lockstep with two other row sets: each path as when fitted alone.
+      std::vector<Eigen::Index> odd, head;
+      for (Eigen::Index i = 0; i < data.y.size(); ++i) (i % 2 ? odd : head).push_back(i);
+      head.resize(head.size() / 2 + 3);
+      const auto together = fit_path_folds(sp, data.y, {odd, train, head}, o, lambdas);
+      ASSERT_EQ(together.size(), 3u);
+      for (std::size_t l = 0; l < lambdas.size(); ++l) {
+        EXPECT_LE((together[1][l].alpha - rows[l].alpha).norm(), 1e-8 * rows[l].alpha.norm());
+        EXPECT_NEAR(together[1][l].b, rows[l].b, 1e-8 * (1 + std::abs(rows[l].b)));
+      }
+      const auto alone = fit_path_rows(sp, data.y, head, o, lambdas);
+      for (std::size_t l = 0; l < lambdas.size(); ++l)
+        EXPECT_LE((together[2][l].alpha - alone[l].alpha).norm(), 1e-8 * alone[l].alpha.norm());
       const double lambda = lambdas[3];
       const Direct nt_fit = newton(k_train, y_train, o, lambda);
       ASSERT_LE(kkt_residual(k_train, y_train, o, lambda, nt_fit.alpha, nt_fit.b), 1e-9);
