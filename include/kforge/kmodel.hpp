@@ -73,6 +73,11 @@ struct SolverOptions {
   int max_iter = 0;
   bool shrinking = true;  // SMO: rows stuck at a bound leave the scans until the active rows converge
   bool accelerate = true;  // Nesterov momentum on the MM steps, restarted when the objective rises
+  // The spectral path's two products per step in float when tol >= 1e-5 (their error ~1e-6 is
+  // well below the stop; the float phase stops at 0.8 tol); each lambda's end point is
+  // re-evaluated and judged in double, and a fold that misses tol there goes on with double
+  // steps. false: double throughout.
+  bool single_precision_steps = true;
   // Eigenvalues below rank_tol * the largest are taken as 0: the solver iterates only on the r
   // others (O(n r) per step instead of O(n^2)); the fitted values move by at most
   // rank_tol * s_max * |alpha|. Smooth kernels on low-dimensional data have r << n.

@@ -84,7 +84,7 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
     double nd;  // the rows the loss sums over: the penalty's n_t
     Point x, yk;
     double t = 1, f_prev = 0;
-    bool done = false, have_slopes = false;
+    bool done = false, have_slopes = false;  // g, gh are at x
     Eigen::VectorXd g, gh;  // at x once done
     Fit fit;
   };
@@ -108,44 +108,64 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
   };
   // A column per fold still iterating: G (n), GH = U^T G (r), SB = s * beta_next (r), FN = U SB (n).
   Eigen::MatrixXd gm(n, nf), ghm(r, nf), sbm(r, nf), fnm(n, nf);
+  // Single-precision steps (tol >= 1e-5): the two products in float halve the bytes of U read per
+  // step; their relative error (~1e-6) is well below the stop, and every fold's end point is then
+  // re-evaluated in double (below) before it is judged.
+  const bool single = o.single_precision_steps && tol >= 1e-5 && r > 0;
+  Eigen::MatrixXf uf, in_f, out_f;
+  if (single) {
+    uf = u.cast<float>();
+    in_f.resize(std::max(n, r), nf);
+    out_f.resize(std::max(n, r), nf);
+  }
+  // dst (m, k) = U^T src or U src, src and dst column-major with k columns (m: r or n).
+  auto product = [&](bool trans, bool in_float, const Eigen::MatrixXd& src, Eigen::MatrixXd& dst, Eigen::Index k) {
+    const Eigen::Index rows_in = trans ? n : r, rows_out = trans ? r : n;
+    if (k == 0) return;
+    if (r == 0) {
+      dst.leftCols(k).setZero();
+      return;
+    }
+    if (!in_float) {
+      gemm_cols(trans, u_data, n, r, n, src.data(), src.rows(), dst.data(), dst.rows(), k);
+      return;
+    }
+    in_f.topLeftCorner(rows_in, k) = src.topLeftCorner(rows_in, k).cast<float>();
+    cblas_sgemm(CblasColMajor, trans ? CblasTrans : CblasNoTrans, CblasNoTrans, static_cast<blasint>(rows_out),
+                static_cast<blasint>(k), static_cast<blasint>(rows_in), 1.0F, uf.data(), static_cast<blasint>(n),
+                in_f.data(), static_cast<blasint>(in_f.rows()), 0.0F, out_f.data(), static_cast<blasint>(out_f.rows()));
+    dst.topLeftCorner(rows_out, k) = out_f.topLeftCorner(rows_out, k).cast<double>();
+  };
+  // The relative KKT residual at beta (kkt_residual's, in U's basis; the null directions' part is
+  // zero by the choice of alpha there).
+  auto kkt_at = [&](double nl, const auto& g, const auto& gh, const Eigen::VectorXd& beta) {
+    const double g2 = g.squaredNorm(), gh2 = gh.squaredNorm();
+    const double nl_alpha = std::sqrt(nl * nl * beta.squaredNorm() + std::max(0.0, g2 - gh2));
+    const double den = std::sqrt(g2) + nl_alpha, den_b = g.template lpNorm<1>();
+    return std::max(den > 0 ? (gh + nl * beta).norm() / den : 0.0, den_b > 0 ? std::abs(g.sum()) / den_b : 0.0);
+  };
   std::vector<Eigen::Index> active, stepping;
 
-  std::vector<std::vector<Fit>> out(static_cast<std::size_t>(nf));
-  for (const double lambda : lambdas) {
-    for (auto& fo : st) {
-      if (!warm) fo.x = zero;
-      fo.yk = fo.x;
-      fo.t = 1;
-      fo.f_prev = objective_at(fo, lambda, fo.x);
-      fo.done = fo.have_slopes = false;
-      fo.fit = Fit{};
-      fo.fit.lambda = lambda;
-      fo.fit.rank = static_cast<int>(r);
-    }
-    for (int it = 0;; ++it) {
+  // Steps every fold not done until its residual is at most `stop` (then x = yk, converged) or
+  // it has taken max_iter steps (x = its last point).
+  auto run = [&](double lambda, double stop, bool in_float) {
+    for (;;) {
       active.clear();
       for (Eigen::Index j = 0; j < nf; ++j)
         if (!st[j].done) active.push_back(j);
-      if (active.empty()) break;
+      if (active.empty()) return;
       const Eigen::Index na = static_cast<Eigen::Index>(active.size());
       for (Eigen::Index a = 0; a < na; ++a) slopes_into(st[active[a]], st[active[a]].yk, gm.col(a).data());
-      if (r > 0) gemm_cols(/*trans=*/true, u_data, n, r, n, gm.data(), n, ghm.data(), r, na);
+      product(/*trans=*/true, in_float, gm, ghm, na);
       stepping.clear();
       for (Eigen::Index a = 0; a < na; ++a) {
         Fold& fo = st[active[a]];
         const auto g = gm.col(a);
         const auto gh = ghm.col(a);
         const double nl = fo.nd * lambda;
-        // The relative KKT residual at yk (kkt_residual's, in U's basis; the null directions'
-        // part is zero by the choice of alpha there).
-        const double g2 = g.squaredNorm(), gh2 = gh.squaredNorm();
-        const double nl_alpha = std::sqrt(nl * nl * fo.yk.beta.squaredNorm() + std::max(0.0, g2 - gh2));
-        const double den = std::sqrt(g2) + nl_alpha, den_b = g.lpNorm<1>();
-        fo.fit.kkt = std::max(den > 0 ? (gh + nl * fo.yk.beta).norm() / den : 0.0,
-                              den_b > 0 ? std::abs(g.sum()) / den_b : 0.0);
-        fo.fit.iterations = it;
-        if (fo.fit.kkt <= tol || it >= max_iter) {
-          fo.fit.converged = fo.fit.kkt <= tol;
+        fo.fit.kkt = kkt_at(nl, g, gh, fo.yk.beta);
+        if (fo.fit.kkt <= stop || fo.fit.iterations >= max_iter) {
+          fo.fit.converged = fo.fit.kkt <= stop;
           if (fo.fit.converged) {
             fo.x = fo.yk;
             fo.g = g;
@@ -163,16 +183,13 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
         const double db = -(g.sum() + c * (w * s * step).sum()) / schur;
         const Eigen::Index col = static_cast<Eigen::Index>(stepping.size());
         stepping.push_back(active[a]);
-        // next.beta, kept in sbm's column as beta until the product, then s * beta
-        Point& nx = fo.yk;  // yk is not needed past this step: build `next` in place
-        nx.beta = (fo.yk.beta.array() + step - c * db * w / d).matrix();
-        nx.b = fo.yk.b + db;
-        sbm.col(col) = (s * nx.beta.array()).matrix();
+        // `next` is built in yk's place (yk is not needed past this step).
+        fo.yk.beta = (fo.yk.beta.array() + step - c * db * w / d).matrix();
+        fo.yk.b += db;
+        sbm.col(col) = (s * fo.yk.beta.array()).matrix();
       }
       const Eigen::Index ns = static_cast<Eigen::Index>(stepping.size());
-      if (ns == 0) continue;
-      if (r > 0) gemm_cols(/*trans=*/false, u_data, n, r, n, sbm.data(), r, fnm.data(), n, ns);
-      else fnm.leftCols(ns).setZero();
+      product(/*trans=*/false, in_float, sbm, fnm, ns);
       for (Eigen::Index col = 0; col < ns; ++col) {
         Fold& fo = st[stepping[col]];
         Point next;
@@ -194,22 +211,72 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
         }
         fo.x = std::move(next);
         fo.f_prev = f_next;
-        fo.fit.iterations = it + 1;
+        ++fo.fit.iterations;
       }
     }
+  };
+
+  std::vector<std::vector<Fit>> out(static_cast<std::size_t>(nf));
+  for (const double lambda : lambdas) {
+    for (auto& fo : st) {
+      if (!warm) fo.x = zero;
+      fo.yk = fo.x;
+      fo.t = 1;
+      fo.f_prev = objective_at(fo, lambda, fo.x);
+      fo.done = fo.have_slopes = false;
+      fo.fit = Fit{};
+      fo.fit.lambda = lambda;
+      fo.fit.rank = static_cast<int>(r);
+    }
+    if (!single) {
+      run(lambda, tol, false);
+    } else {
+      run(lambda, 0.8 * tol, true);  // a margin for the float evaluation's error
+      // Every fold's end point in double, all folds in two products: f, g, U^T g and the residual.
+      for (Eigen::Index j = 0; j < nf; ++j) sbm.col(j) = (s * st[j].x.beta.array()).matrix();
+      product(/*trans=*/false, false, sbm, fnm, nf);
+      for (Eigen::Index j = 0; j < nf; ++j) {
+        st[j].x.f = fnm.col(j).array() + st[j].x.b;
+        slopes_into(st[j], st[j].x, gm.col(j).data());
+      }
+      product(/*trans=*/true, false, gm, ghm, nf);
+      bool again = false;
+      for (Eigen::Index j = 0; j < nf; ++j) {
+        Fold& fo = st[j];
+        fo.g = gm.col(j);
+        fo.gh = ghm.col(j);
+        fo.have_slopes = true;
+        fo.fit.kkt = kkt_at(fo.nd * lambda, fo.g, fo.gh, fo.x.beta);
+        fo.fit.converged = fo.fit.kkt <= tol;
+        if (!fo.fit.converged && fo.fit.iterations < max_iter) {  // go on in double from x
+          fo.done = fo.have_slopes = false;
+          fo.yk = fo.x;
+          fo.t = 1;
+          fo.f_prev = objective_at(fo, lambda, fo.x);
+          again = true;
+        }
+      }
+      if (again) run(lambda, tol, false);
+    }
+    // alpha = U_r beta + U_null (-U_null^T g / (n lambda)) = U_r (beta + U_r^T g / (n lambda)) -
+    // g / (n lambda), as U_null U_null^T = I - U_r U_r^T; one product for all folds. Off the fold's
+    // rows it is ~0 (exactly at the minimizer) and not kept.
     for (Eigen::Index j = 0; j < nf; ++j) {
       Fold& fo = st[j];
-      const double nl = fo.nd * lambda;
       if (!fo.have_slopes) {
         slopes_into(fo, fo.x, fo.g.data());
         if (r > 0) blas::gemv(/*trans=*/true, u_data, n, r, n, fo.g.data(), fo.gh.data());
       }
-      // alpha = U_r beta + U_null (-U_null^T g / (n lambda)), U_null U_null^T = I - U_r U_r^T;
-      // off the fold's rows it is ~0 (exactly at the minimizer) and not kept.
-      const Eigen::VectorXd alpha = u * fo.x.beta - (fo.g - u * fo.gh) / nl;
+      sbm.col(j) = fo.x.beta + fo.gh / (fo.nd * lambda);
+    }
+    product(/*trans=*/false, false, sbm, fnm, nf);
+    for (Eigen::Index j = 0; j < nf; ++j) {
+      Fold& fo = st[j];
+      const double nl = fo.nd * lambda;
       const auto& rows = *fo.rows;
       fo.fit.alpha.resize(static_cast<Eigen::Index>(rows.size()));
-      for (std::size_t i = 0; i < rows.size(); ++i) fo.fit.alpha[static_cast<Eigen::Index>(i)] = alpha[rows[i]];
+      for (std::size_t i = 0; i < rows.size(); ++i)
+        fo.fit.alpha[static_cast<Eigen::Index>(i)] = fnm(rows[i], j) - fo.g[rows[i]] / nl;
       fo.fit.b = fo.x.b;
       fo.fit.objective = objective_at(fo, lambda, fo.x);
       out[j].push_back(std::move(fo.fit));

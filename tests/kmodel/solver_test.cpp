@@ -280,6 +280,32 @@ TEST(KernelMatrix, LowRankRouteMatchesLapack) {
   EXPECT_LE((a.s - b.s).lpNorm<Eigen::Infinity>(), 1e-12 * b.s.maxCoeff());
 }
 
+// At the default tolerance the steps' products run in float; each fit's end point is judged in
+// double. The residual recomputed here from K (in double, no spectrum) must meet the stop, and the
+// objective must match the all-double path's (both within the stop of the minimum).
+TEST(KernelModelPath, SinglePrecisionStepsMeetTheStopInDouble) {
+  const Dataset data = test::blobs(/*n=*/139, /*d=*/6, 0.4, 0.1, /*seed=*/23);
+  const Eigen::MatrixXd k = gram({KernelFunction::Kind::rbf, gamma_scale(data.x)}, data.x, data.x);
+  const Spectrum sp = decompose(k, EigenSolver::automatic, 1e-12);
+  const std::vector<double> lambdas = parse_lambdas("1e-4:1:9");
+  for (const Loss l : {Loss::logistic, Loss::huber_hinge}) {
+    SolverOptions o;
+    o.loss = l;  // tol 0: the default 1e-4, so float steps
+    const auto single = fit_path(sp, data.y, o, lambdas);
+    o.single_precision_steps = false;
+    const auto twice = fit_path(sp, data.y, o, lambdas);
+    for (std::size_t i = 0; i < lambdas.size(); ++i) {
+      ASSERT_TRUE(single[i].converged && twice[i].converged) << loss_name(l) << " lambda " << lambdas[i];
+      EXPECT_LE(kkt_residual(k, data.y, o, lambdas[i], single[i].alpha, single[i].b), 1e-4 * (1 + 1e-6))
+          << loss_name(l) << " lambda " << lambdas[i];
+      const double j1 = objective(k, data.y, o, lambdas[i], single[i].alpha, single[i].b);
+      const double j2 = objective(k, data.y, o, lambdas[i], twice[i].alpha, twice[i].b);
+      EXPECT_NEAR(j1, j2, 1e-5 * j2) << loss_name(l) << " lambda " << lambdas[i];
+      EXPECT_NEAR(single[i].objective, j1, 1e-9 * j1);
+    }
+  }
+}
+
 TEST(KernelModelPath, SeparableDataIsClassifiedPerfectly) {
   for (const Loss l : {Loss::huber_hinge, Loss::logistic}) {
     const Dataset train = test::blobs(/*n=*/131, /*d=*/3, 3.0, 0, /*seed=*/21);
