@@ -3,8 +3,8 @@
 // fitted for every lambda of a grid and scored by k-fold cross-validation. The SVM's hinge loss
 // is solved exactly by SMO on the dual over each fold's block of one Gram matrix, warm-started
 // along the path (fit_path_smo); the smooth losses (logistic, Huberized hinge) by
-// majorization-minimization with ONE eigendecomposition of each training fold's kernel matrix
-// reused across the path (fit_path).
+// majorization-minimization with ONE eigendecomposition of the whole kernel matrix reused by
+// every fold (its loss summed over its training rows) across the path (fit_path_folds).
 //
 // The model is f(x) = sum_j alpha_j k(x, x_j) + b, fitted by
 //   minimize over (alpha, b):  (1/n) sum_i L(y_i f(x_i)) + (lambda/2) alpha^T K alpha,
