@@ -14,6 +14,7 @@
 // iteration is two n x n matrix-vector products, never a new factorization. docs/kernel-models.md
 // has the derivation, the stopping rule and the measured figures.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -212,6 +213,8 @@ struct CvResult {
   // The kernel matrix; the folds' eigendecompositions (spectral path); the paths (SMO: with
   // cutting each fold's block); scoring the held-out rows.
   double seconds_gram = 0, seconds_eigen = 0, seconds_path = 0, seconds_score = 0, seconds_total = 0;
+  // The whole kernel matrix's spectrum (smooth losses, shared decomposition): fit_all reuses it.
+  std::shared_ptr<const Spectrum> spectrum;
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
@@ -220,7 +223,9 @@ struct CvResult {
 // The model on every row at `lambda`: one more decomposition (of the whole kernel matrix; none
 // for the hinge), the
 // path of o.lambdas down to `lambda` warm-started as in cross-validation.
-[[nodiscard]] Fit fit_all(const Dataset& d, const CvOptions& o, double lambda);
+// `whole`: the spectrum of d's whole kernel matrix (CvResult::spectrum) for the smooth losses,
+// which then need neither the kernel matrix nor a decomposition; nullptr computes them.
+[[nodiscard]] Fit fit_all(const Dataset& d, const CvOptions& o, double lambda, const Spectrum* whole = nullptr);
 // f(x) = K(x, train) alpha + b for each row of x.
 [[nodiscard]] Eigen::VectorXd decision(const KernelFunction& k, const Eigen::MatrixXd& train, const Fit& fit,
                                        const Eigen::MatrixXd& x);

@@ -204,7 +204,7 @@ void add_kmodel(CLI::App& app, int& code) {
     nlohmann::json final_fit;
     if (!o->save.empty() || held_out) {
       const double lambda = r.path[r.best].lambda;
-      const kmodel::Fit fit = kmodel::fit_all(d, cv, lambda);
+      const kmodel::Fit fit = kmodel::fit_all(d, cv, lambda, r.spectrum.get());
       final_fit = {{"lambda", lambda}, {"converged", fit.converged}, {"iterations", fit.iterations}};
       if (held_out) {
         const Eigen::VectorXd f = kmodel::decision(cv.kernel, d.x, fit, held_out->x);

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <cmath>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -99,10 +101,11 @@ CvResult cross_validate(const Dataset& d, const CvOptions& o) {
   std::vector<std::vector<Fit>> shared_fits;
   if (o.solver.loss != Loss::hinge && o.shared_decomposition) {
     t0 = std::chrono::steady_clock::now();
-    const Spectrum sp = decompose(k, o.eigensolver, o.solver.rank_tol);
+    auto sp = std::make_shared<const Spectrum>(decompose(k, o.eigensolver, o.solver.rank_tol));
     r.seconds_eigen += seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
-    shared_fits = fit_path_folds(sp, d.y, trains, o.solver, o.lambdas, o.warm);
+    shared_fits = fit_path_folds(*sp, d.y, trains, o.solver, o.lambdas, o.warm);
+    r.spectrum = std::move(sp);
     r.seconds_path += seconds_since(t0);
   }
   for (int f = 0; f < o.folds; ++f) {
@@ -152,11 +155,15 @@ CvResult cross_validate(const Dataset& d, const CvOptions& o) {
   return r;
 }
 
-Fit fit_all(const Dataset& d, const CvOptions& o, double lambda) {
+Fit fit_all(const Dataset& d, const CvOptions& o, double lambda, const Spectrum* whole) {
   std::vector<double> path;
   for (const double l : o.lambdas)
     if (l >= lambda) path.push_back(l);
   if (path.empty() || path.back() != lambda) path.push_back(lambda);
+  if (whole != nullptr && o.solver.loss != Loss::hinge) {
+    if (whole->u.rows() != d.y.size()) throw std::invalid_argument("fit_all: the spectrum is of another matrix");
+    return fit_path(*whole, d.y, o.solver, path, o.warm).back();
+  }
   const Eigen::MatrixXd k = gram(o.kernel, d.x, d.x);
   if (o.solver.loss == Loss::hinge) return fit_path_smo(k, d.y, o.solver, path, o.warm).back();
   return fit_path(decompose(k, o.eigensolver, o.solver.rank_tol), d.y, o.solver, path, o.warm).back();

@@ -128,6 +128,12 @@ TEST(KernelModelCv, SharedDecompositionScoresAsPerFold) {
     o.solver.loss = loss;
     o.solver.tol = 1e-9;
     const CvResult shared = cross_validate(d, o);
+    // --save/--test's refit on every row: from the CV's spectrum, as from a fresh decomposition.
+    ASSERT_NE(shared.spectrum, nullptr);
+    const double lambda = shared.path[shared.best].lambda;
+    const Fit reused = fit_all(d, o, lambda, shared.spectrum.get()), fresh = fit_all(d, o, lambda);
+    EXPECT_LE((reused.alpha - fresh.alpha).norm(), 1e-9 * fresh.alpha.norm());
+    EXPECT_NEAR(reused.b, fresh.b, 1e-9 * (1 + std::abs(fresh.b)));
     o.shared_decomposition = false;
     o.eigensolver = EigenSolver::lapack;
     const CvResult per_fold = cross_validate(d, o);
