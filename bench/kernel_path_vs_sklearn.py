@@ -79,6 +79,7 @@ def run_kforge(args, model, csv, gamma):
            "--folds", str(args.folds), "--json"]
     if model == "svm":
         cmd += ["--loss", args.svm_loss]
+    cmd += args.kforge_args.split()
     t = time.perf_counter()
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return time.perf_counter() - t, json.loads(out)
@@ -212,6 +213,9 @@ def main():
                     help="torchkm's maxit: a budget on the iterations summed over the whole path")
     ap.add_argument("--svm-loss", default="hinge", choices=["hinge", "huberized-hinge"],
                     help="kforge's svm loss: hinge (SMO, the same model as SVC) or huberized-hinge (spectral path)")
+    ap.add_argument("--kforge-args", default="",
+                    help="more options for `kforge kmodel`, e.g. \"--per-fold-decomposition --eigensolver lapack "
+                         "--double-steps\" (logreg's route before 2026-12-05)")
     ap.add_argument("--json", help="also write the raw figures here")
     args = ap.parse_args()
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):

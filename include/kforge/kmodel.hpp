@@ -3,8 +3,8 @@
 // fitted for every lambda of a grid and scored by k-fold cross-validation. The SVM's hinge loss
 // is solved exactly by SMO on the dual over each fold's block of one Gram matrix, warm-started
 // along the path (fit_path_smo); the smooth losses (logistic, Huberized hinge) by
-// majorization-minimization with ONE eigendecomposition of each training fold's kernel matrix
-// reused across the path (fit_path).
+// majorization-minimization with ONE eigendecomposition of the whole kernel matrix reused by
+// every fold (its loss summed over its training rows) across the path (fit_path_folds).
 //
 // The model is f(x) = sum_j alpha_j k(x, x_j) + b, fitted by
 //   minimize over (alpha, b):  (1/n) sum_i L(y_i f(x_i)) + (lambda/2) alpha^T K alpha,
@@ -14,6 +14,7 @@
 // iteration is two n x n matrix-vector products, never a new factorization. docs/kernel-models.md
 // has the derivation, the stopping rule and the measured figures.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,11 @@ struct SolverOptions {
   int max_iter = 0;
   bool shrinking = true;  // SMO: rows stuck at a bound leave the scans until the active rows converge
   bool accelerate = true;  // Nesterov momentum on the MM steps, restarted when the objective rises
+  // The spectral path's two products per step in float when tol >= 1e-5 (their error ~1e-6 is
+  // well below the stop; the float phase stops at 0.8 tol); each lambda's end point is
+  // re-evaluated and judged in double, and a fold that misses tol there goes on with double
+  // steps. false: double throughout.
+  bool single_precision_steps = true;
   // Eigenvalues below rank_tol * the largest are taken as 0: the solver iterates only on the r
   // others (O(n r) per step instead of O(n^2)); the fitted values move by at most
   // rank_tol * s_max * |alpha|. Smooth kernels on low-dimensional data have r << n.
@@ -91,13 +97,21 @@ struct Spectrum {
   Eigen::MatrixXd u;  // (n, r)
   Eigen::VectorXd s;  // (r)
 };
-// LAPACK (OpenBLAS: dsytrd, dstemr, dormtr) or Eigen's SelfAdjointEigenSolver (always every eigenpair).
-enum class EigenSolver { lapack, eigen };
+// automatic: a pivoted Cholesky factor K ~ L L^T (columns added until the trace of what is left
+// is below rank_tol times a lower bound of s_max), then QR of L and the small eigenproblem of
+// R R^T: O(n r^2), exact to the truncation, when K is numerically of rank r <= n/4 (a smooth
+// kernel on low-dimensional data); else it gives up at n/4 columns and runs lapack.
+// lapack: OpenBLAS's dsytrd, dstemr, dormtr. eigen: Eigen's SelfAdjointEigenSolver (every eigenpair).
+enum class EigenSolver { automatic, lapack, eigen };
 [[nodiscard]] EigenSolver parse_eigensolver(const std::string& s);
 // lapack computes only the eigenpairs above rank_tol * s_max: those fit_path iterates on (all
 // when rank_tol is 0); the tridiagonalization stays O(n^3), the eigenvectors cost O(n^2 r).
+// automatic with rank_tol 0 is lapack.
 [[nodiscard]] Spectrum decompose(const Eigen::MatrixXd& k, EigenSolver how = EigenSolver::lapack,
                                  double rank_tol = 0);
+// The pivoted Cholesky route of `automatic`; returns false (and leaves `out` alone) when more
+// than max_rank columns would be needed.
+[[nodiscard]] bool low_rank_eigenpairs(const Eigen::MatrixXd& k, double rank_tol, Eigen::Index max_rank, Spectrum& out);
 
 // One fitted model.
 struct Fit {
@@ -130,6 +144,22 @@ struct Fit {
 // smooth losses only (throws std::invalid_argument for the hinge: fit_path_smo).
 [[nodiscard]] std::vector<Fit> fit_path(const Spectrum& sp, const Eigen::VectorXd& y, const SolverOptions& o,
                                         const std::vector<double>& lambdas, bool warm = true);
+// The same path for the model fitted on `rows` only (a training fold), from the spectrum of the
+// kernel matrix over ALL of y's rows: the loss sums over `rows`, the penalty is
+// (lambda/2) alpha^T K alpha with n_t = rows.size() in the 1/n_t; the other rows' labels are not
+// read. Every minimizer's alpha vanishes off `rows` (the representer theorem), so the fit is the
+// one fit_path gives on the block K[rows, rows]; Fit::alpha has rows.size() entries, in the order
+// of `rows`. Cross-validation uses it to decompose once for all folds.
+[[nodiscard]] std::vector<Fit> fit_path_rows(const Spectrum& sp, const Eigen::VectorXd& y,
+                                             const std::vector<Eigen::Index>& rows, const SolverOptions& o,
+                                             const std::vector<double>& lambdas, bool warm = true);
+// fit_path_rows for several row sets (the training folds) at once: per lambda their steps run in
+// lockstep, each step's two products with U taken for all of them as one matrix product (U is
+// read once per step, not once per fold). out[j] is fold j's path, as fit_path_rows gives it.
+[[nodiscard]] std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::VectorXd& y,
+                                                           const std::vector<std::vector<Eigen::Index>>& folds,
+                                                           const SolverOptions& o, const std::vector<double>& lambdas,
+                                                           bool warm = true);
 
 // The hinge loss's path, exactly: per lambda the dual
 //   minimize (1/2) a^T Q a - 1^T a  over 0 <= a_i <= C,  y^T a = 0,   Q_ij = y_i y_j K_ij,
@@ -158,8 +188,11 @@ struct CvOptions {
   std::vector<double> lambdas;  // the path's order
   int folds = 5;
   std::uint64_t seed = 1;
-  EigenSolver eigensolver = EigenSolver::lapack;
+  EigenSolver eigensolver = EigenSolver::automatic;
   bool warm = true;
+  // The smooth losses: ONE decomposition of the whole kernel matrix for every fold (fit_path_rows)
+  // instead of one per training fold's block (fit_path). The hinge's SMO decomposes nothing.
+  bool shared_decomposition = true;
 };
 
 struct LambdaScore {
@@ -180,6 +213,8 @@ struct CvResult {
   // The kernel matrix; the folds' eigendecompositions (spectral path); the paths (SMO: with
   // cutting each fold's block); scoring the held-out rows.
   double seconds_gram = 0, seconds_eigen = 0, seconds_path = 0, seconds_score = 0, seconds_total = 0;
+  // The whole kernel matrix's spectrum (smooth losses, shared decomposition): fit_all reuses it.
+  std::shared_ptr<const Spectrum> spectrum;
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
@@ -188,7 +223,9 @@ struct CvResult {
 // The model on every row at `lambda`: one more decomposition (of the whole kernel matrix; none
 // for the hinge), the
 // path of o.lambdas down to `lambda` warm-started as in cross-validation.
-[[nodiscard]] Fit fit_all(const Dataset& d, const CvOptions& o, double lambda);
+// `whole`: the spectrum of d's whole kernel matrix (CvResult::spectrum) for the smooth losses,
+// which then need neither the kernel matrix nor a decomposition; nullptr computes them.
+[[nodiscard]] Fit fit_all(const Dataset& d, const CvOptions& o, double lambda, const Spectrum* whole = nullptr);
 // f(x) = K(x, train) alpha + b for each row of x.
 [[nodiscard]] Eigen::VectorXd decision(const KernelFunction& k, const Eigen::MatrixXd& train, const Fit& fit,
                                        const Eigen::MatrixXd& x);

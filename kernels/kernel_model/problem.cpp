@@ -286,6 +286,7 @@ std::function<void()> KernelModel::baseline(const Instance& in, int threads) con
   kmodel::SolverOptions o;
   o.loss = loss_;
   o.delta = kDelta;
+  o.single_precision_steps = false;  // the double baseline, as named
   const double lambda = in.scalars.at("lambda");
   const int nthreads = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
   return [=] {

@@ -20,11 +20,11 @@ namespace kforge::cli {
 namespace {
 
 struct Opts {
-  std::string model, loss, data, save, test, model_file, out, kernel = "rbf", gamma = "scale", lambdas = "1e-4:1e1:20", eigensolver = "lapack";
+  std::string model, loss, data, save, test, model_file, out, kernel = "rbf", gamma = "scale", lambdas = "1e-4:1e1:20", eigensolver = "auto";
   int folds = 5, max_iter = 0, degree = 3;  // max_iter, tol: 0 = the solver's default
   double coef0 = 1, delta = 0.5, tol = 0, rank_tol = 1e-12;
   std::uint64_t seed = 1;
-  bool json = false, cold = false, no_shrinking = false;
+  bool json = false, cold = false, no_shrinking = false, per_fold = false, double_steps = false;
 };
 
 double parse_gamma(const std::string& s, const Eigen::MatrixXd& x) {
@@ -146,8 +146,14 @@ void add_kmodel(CLI::App& app, int& code) {
       ->capture_default_str();
   auto* max_iter = cmd->add_option("--max-iter", o->max_iter, "iterations per lambda at most (default: hinge "
                                                                "max(10^7, 100 n) SMO steps; others 20000)");
-  cmd->add_option("--eigensolver", o->eigensolver, "lapack (OpenBLAS; top eigenpairs only) or eigen (Eigen's solver, all)")
+  cmd->add_option("--eigensolver", o->eigensolver, "auto (pivoted Cholesky when K is numerically low rank, else lapack), "
+                                                   "lapack (OpenBLAS; top eigenpairs only) or eigen (Eigen's solver, all)")
       ->capture_default_str();
+  cmd->add_flag("--per-fold-decomposition", o->per_fold,
+                "smooth losses: decompose each training fold's block instead of the whole kernel matrix once");
+  cmd->add_flag("--double-steps", o->double_steps,
+                "smooth losses: the path's products in double throughout (default: float steps when tol >= 1e-5, "
+                "each fit judged in double)");
   cmd->add_flag("--cold", o->cold, "fit each lambda from zero instead of the previous lambda's solution");
   cmd->add_flag("--no-shrinking", o->no_shrinking, "hinge: SMO scans every row at every step (same fits; for comparison)");
   cmd->add_option("--save", o->save, "refit on every row at the chosen lambda and write the model (JSON)");
@@ -184,6 +190,8 @@ void add_kmodel(CLI::App& app, int& code) {
     cv.seed = o->seed;
     cv.warm = !o->cold;
     cv.solver.shrinking = !o->no_shrinking;
+    cv.shared_decomposition = !o->per_fold;
+    cv.solver.single_precision_steps = !o->double_steps;
     // A held-out file is read before the work, so that a bad one fails fast.
     std::optional<kmodel::Dataset> held_out;
     if (!o->test.empty()) {
@@ -196,7 +204,7 @@ void add_kmodel(CLI::App& app, int& code) {
     nlohmann::json final_fit;
     if (!o->save.empty() || held_out) {
       const double lambda = r.path[r.best].lambda;
-      const kmodel::Fit fit = kmodel::fit_all(d, cv, lambda);
+      const kmodel::Fit fit = kmodel::fit_all(d, cv, lambda, r.spectrum.get());
       final_fit = {{"lambda", lambda}, {"converged", fit.converged}, {"iterations", fit.iterations}};
       if (held_out) {
         const Eigen::VectorXd f = kmodel::decision(cv.kernel, d.x, fit, held_out->x);
@@ -231,7 +239,9 @@ void add_kmodel(CLI::App& app, int& code) {
                                   : smo ? std::max(10'000'000L, 100L * static_cast<long>(d.x.rows())) : 20000L},
                      {"warm", cv.warm}};
       if (smo) j["solver"]["shrinking"] = cv.solver.shrinking;
-      if (!smo) j["solver"].update({{"rank_tol", o->rank_tol}, {"eigensolver", o->eigensolver}});
+      if (!smo) j["solver"].update({{"rank_tol", o->rank_tol}, {"eigensolver", o->eigensolver},
+                                    {"decomposition", cv.shared_decomposition ? "shared" : "per_fold"},
+                                    {"single_precision_steps", cv.solver.single_precision_steps}});
       if (cv.solver.loss == kmodel::Loss::huber_hinge) j["solver"]["delta"] = o->delta;
       j["folds"] = cv.folds;
       j["seed"] = cv.seed;

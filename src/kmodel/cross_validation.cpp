@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <cmath>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -92,9 +94,23 @@ CvResult cross_validate(const Dataset& d, const CvOptions& o) {
   r.fold = stratified_folds(d.y, o.folds, o.seed);
   const std::vector<int>& fold = r.fold;
   for (const double l : o.lambdas) r.path.push_back(LambdaScore{l, {}, 0, 0, 0, 0, 0, 0, true});
+  std::vector<std::vector<Eigen::Index>> trains(static_cast<std::size_t>(o.folds)), tests(trains.size());
+  for (Eigen::Index i = 0; i < d.y.size(); ++i)
+    for (int f = 0; f < o.folds; ++f) (fold[i] == f ? tests : trains)[static_cast<std::size_t>(f)].push_back(i);
+  // Smooth losses, shared: the whole K's spectrum, every fold's path in lockstep (fit_path_folds).
+  std::vector<std::vector<Fit>> shared_fits;
+  if (o.solver.loss != Loss::hinge && o.shared_decomposition) {
+    t0 = std::chrono::steady_clock::now();
+    auto sp = std::make_shared<const Spectrum>(decompose(k, o.eigensolver, o.solver.rank_tol));
+    r.seconds_eigen += seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    shared_fits = fit_path_folds(*sp, d.y, trains, o.solver, o.lambdas, o.warm);
+    r.spectrum = std::move(sp);
+    r.seconds_path += seconds_since(t0);
+  }
   for (int f = 0; f < o.folds; ++f) {
-    std::vector<Eigen::Index> train, test;
-    for (Eigen::Index i = 0; i < d.y.size(); ++i) (fold[i] == f ? test : train).push_back(i);
+    const std::vector<Eigen::Index>& train = trains[static_cast<std::size_t>(f)];
+    const std::vector<Eigen::Index>& test = tests[static_cast<std::size_t>(f)];
     Eigen::VectorXd y_train(static_cast<Eigen::Index>(train.size()));
     for (std::size_t i = 0; i < train.size(); ++i) y_train[i] = d.y[train[i]];
     t0 = std::chrono::steady_clock::now();
@@ -102,6 +118,9 @@ CvResult cross_validate(const Dataset& d, const CvOptions& o) {
     if (o.solver.loss == Loss::hinge) {  // SMO on the fold's Gram block: no decomposition
       const Eigen::MatrixXd k_train = rows_cols(k, train, train);
       fits = fit_path_smo(k_train, y_train, o.solver, o.lambdas, o.warm);
+    } else if (o.shared_decomposition) {
+      fits = std::move(shared_fits[static_cast<std::size_t>(f)]);
+      r.rank.push_back(fits.empty() ? 0 : fits.front().rank);
     } else {
       const Spectrum sp = decompose(rows_cols(k, train, train), o.eigensolver, o.solver.rank_tol);
       r.seconds_eigen += seconds_since(t0);
@@ -136,11 +155,15 @@ CvResult cross_validate(const Dataset& d, const CvOptions& o) {
   return r;
 }
 
-Fit fit_all(const Dataset& d, const CvOptions& o, double lambda) {
+Fit fit_all(const Dataset& d, const CvOptions& o, double lambda, const Spectrum* whole) {
   std::vector<double> path;
   for (const double l : o.lambdas)
     if (l >= lambda) path.push_back(l);
   if (path.empty() || path.back() != lambda) path.push_back(lambda);
+  if (whole != nullptr && o.solver.loss != Loss::hinge) {
+    if (whole->u.rows() != d.y.size()) throw std::invalid_argument("fit_all: the spectrum is of another matrix");
+    return fit_path(*whole, d.y, o.solver, path, o.warm).back();
+  }
   const Eigen::MatrixXd k = gram(o.kernel, d.x, d.x);
   if (o.solver.loss == Loss::hinge) return fit_path_smo(k, d.y, o.solver, path, o.warm).back();
   return fit_path(decompose(k, o.eigensolver, o.solver.rank_tol), d.y, o.solver, path, o.warm).back();

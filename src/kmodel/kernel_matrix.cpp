@@ -65,9 +65,11 @@ Eigen::MatrixXd gram(const KernelFunction& k, const Eigen::MatrixXd& a, const Ei
 }
 
 EigenSolver parse_eigensolver(const std::string& s) {
+  if (s == "auto") return EigenSolver::automatic;
   if (s == "lapack") return EigenSolver::lapack;
   if (s == "eigen") return EigenSolver::eigen;
-  throw UsageError("--eigensolver " + s + ": use lapack (OpenBLAS: dsytrd, dstemr, dormtr) or eigen (Eigen's solver)");
+  throw UsageError("--eigensolver " + s + ": use auto (pivoted Cholesky when K is low rank, else lapack), lapack "
+                    "(OpenBLAS: dsytrd, dstemr, dormtr) or eigen (Eigen's solver)");
 }
 
 namespace {
@@ -142,7 +144,7 @@ Spectrum decompose(const Eigen::MatrixXd& k, EigenSolver how, double rank_tol) {
     if (es.info() != Eigen::Success) throw std::runtime_error("the kernel matrix's eigendecomposition failed");
     sp.u = es.eigenvectors();
     sp.s = es.eigenvalues();
-  } else {
+  } else if (how == EigenSolver::lapack || !low_rank_eigenpairs(k, rank_tol, k.rows() / 4, sp)) {
     sp = lapack_eigenpairs(k, rank_tol);  // only the eigenpairs fit_path will use
   }
   // A kernel matrix is positive semidefinite; rounding leaves eigenvalues like -1e-13. The

@@ -10,6 +10,20 @@
 // (the majorizer is a fixed metric, so this is FISTA in that metric), restarted when the
 // objective rises.
 //
+// Cross-validation runs this on the spectrum of the WHOLE kernel matrix with the loss summed over
+// one fold's training rows only (fit_path_rows; TorchKM's idea for its CV refits): the majorizer
+// keeps c |df|^2 over ALL rows (an upper bound of the masked c sum_train df_i^2, so still a
+// majorizer, and still diagonal in U's basis), the penalty is the training count's n_t lambda, and
+// every minimizer's function lies in the span of the training rows' kernel columns (the
+// representer theorem): alpha = -g / (n_t lambda) vanishes on the held-out rows. So one
+// decomposition serves every fold, the fit is the fold's own, and its alpha is read off the
+// training rows. In b's equation 1^T 1 is then ALL rows' count (the majorizer's |df|^2).
+//
+// The folds run in lockstep (fit_path_folds): per lambda, each step takes U^T G and U (S B) for
+// every fold still iterating as ONE matrix product (G, B: a column per fold), so the n x r U is
+// read once per step for all folds instead of once per fold: with r = n (a full-rank kernel
+// matrix) the path is bound by that read. Each fold keeps its own momentum, restarts and stop.
+//
 // Only the r eigenpairs with s_k > rank_tol * s_max are iterated on: the others do not move f or
 // the objective. Their coefficients are set at the end so that alpha = -g / (n lambda), the
 // representer form every minimizer has; so alpha is the full problem's, and predictions at new
@@ -28,13 +42,31 @@ struct Point {
   double b = 0;
 };
 
+// C (m, k) = A^T B or A B for column-major blocks: A is (n, r) with leading dimension lda.
+void gemm_cols(bool trans, const double* a, Eigen::Index n, Eigen::Index r, Eigen::Index lda, const double* b,
+               Eigen::Index ldb, double* c, Eigen::Index ldc, Eigen::Index k) {
+  const Eigen::Index m = trans ? r : n, inner = trans ? n : r;
+  cblas_dgemm(CblasColMajor, trans ? CblasTrans : CblasNoTrans, CblasNoTrans, static_cast<blasint>(m),
+              static_cast<blasint>(k), static_cast<blasint>(inner), 1.0, a, static_cast<blasint>(lda), b,
+              static_cast<blasint>(ldb), 0.0, c, static_cast<blasint>(ldc));
+}
+
 }  // namespace
 
-std::vector<Fit> fit_path(const Spectrum& sp, const Eigen::VectorXd& y, const SolverOptions& o,
-                          const std::vector<double>& lambdas, bool warm) {
+std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::VectorXd& y,
+                                             const std::vector<std::vector<Eigen::Index>>& folds,
+                                             const SolverOptions& o, const std::vector<double>& lambdas, bool warm) {
   if (o.loss == Loss::hinge) throw std::invalid_argument("fit_path: the hinge's path is fit_path_smo");
   const Eigen::Index n = y.size();
-  const double nd = static_cast<double>(n), c = curvature_bound(o.loss, o.delta);
+  if (sp.u.rows() != n) throw std::invalid_argument("fit_path_rows: the spectrum and y differ in rows");
+  for (const auto& rows : folds) {
+    if (rows.empty()) throw std::invalid_argument("fit_path_rows: no rows to fit");
+    for (const Eigen::Index i : rows)
+      if (i < 0 || i >= n) throw std::invalid_argument("fit_path_rows: a row index is out of range");
+  }
+  const Eigen::Index nf = static_cast<Eigen::Index>(folds.size());
+  const double n_all = static_cast<double>(n);  // 1^T 1 of the majorizer (all rows)
+  const double c = curvature_bound(o.loss, o.delta);
   const double tol = o.tol > 0 ? o.tol : 1e-4;
   const int max_iter = o.max_iter > 0 ? o.max_iter : 20000;
   const double s_max = sp.s.size() > 0 ? sp.s.maxCoeff() : 0;
@@ -43,90 +75,226 @@ std::vector<Fit> fit_path(const Spectrum& sp, const Eigen::VectorXd& y, const So
   for (Eigen::Index k = 0; k < sp.s.size(); ++k) r += sp.s[k] > o.rank_tol * s_max;
   const auto u = sp.u.rightCols(r);  // (n, r)
   const double* u_data = sp.u.data() + (sp.u.cols() - r) * n;  // the same block, for OpenBLAS
-  Eigen::VectorXd sb(r);
   const Eigen::ArrayXd s = sp.s.tail(r).array();
   const Eigen::ArrayXd w = (u.transpose() * Eigen::VectorXd::Ones(n)).array();  // U_r^T 1
-  const double w_rest = std::max(0.0, nd - w.square().sum());  // |U_null^T 1|^2
+  const double w_rest = std::max(0.0, n_all - w.square().sum());  // |U_null^T 1|^2
 
-  auto objective_at = [&](double lambda, const Point& p) {
-    double sum = 0;
-    for (Eigen::Index i = 0; i < n; ++i) sum += loss_value(o.loss, o.delta, y[i] * p.f[i]);
-    return sum / nd + 0.5 * lambda * (s * p.beta.array().square()).sum();
-  };
-  Eigen::VectorXd g(n), gh(r);
-  auto slopes_at = [&](const Point& p) {  // g and gh = U_r^T g at p
-    for (Eigen::Index i = 0; i < n; ++i) g[i] = y[i] * loss_slope(o.loss, o.delta, y[i] * p.f[i]);
-    if (r > 0) blas::gemv(/*trans=*/true, u_data, n, r, n, g.data(), gh.data());
-  };
-
-  std::vector<Fit> out;
-  const Point zero{Eigen::VectorXd::Zero(r), Eigen::VectorXd::Zero(n), 0};
-  Point x = zero;
-  for (const double lambda : lambdas) {
-    if (!warm) x = zero;
-    const double nl = nd * lambda;
-    const Eigen::ArrayXd d = c * s + nl;
-    const Eigen::ArrayXd m = w / d;
-    // db's denominator c n - c^2 w^T (s * m), written as a sum of nonnegative terms (the null
-    // directions have s = 0, d = n lambda: each adds c w_k^2).
-    const double schur = c * (w_rest + (w.square() * nl / d).sum());
+  struct Fold {
+    const std::vector<Eigen::Index>* rows;
+    double nd;  // the rows the loss sums over: the penalty's n_t
+    Point x, yk;
+    double t = 1, f_prev = 0;
+    bool done = false, have_slopes = false;  // g, gh are at x
+    Eigen::VectorXd g, gh;  // at x once done
     Fit fit;
-    fit.lambda = lambda;
-    fit.rank = static_cast<int>(r);
-    Point yk = x;
-    double t = 1, f_prev = objective_at(lambda, x);
-    bool have_slopes = false;  // g, gh belong to x
-    for (int it = 0; it < max_iter; ++it) {
-      slopes_at(yk);
-      // The relative KKT residual at yk (kkt_residual's, in U's basis; the null directions'
-      // part is zero by the choice of alpha there).
-      const double g2 = g.squaredNorm(), gh2 = gh.squaredNorm();
-      const double nl_alpha = std::sqrt(nl * nl * yk.beta.squaredNorm() + std::max(0.0, g2 - gh2));
-      const double den = std::sqrt(g2) + nl_alpha, den_b = g.lpNorm<1>();
-      fit.kkt = std::max(den > 0 ? (gh + nl * yk.beta).norm() / den : 0.0,
-                         den_b > 0 ? std::abs(g.sum()) / den_b : 0.0);
-      fit.iterations = it;
-      if (fit.kkt <= tol) {
-        fit.converged = true;
-        x = yk;
-        have_slopes = true;
-        break;
-      }
-      const Eigen::ArrayXd a = (-gh.array() - nl * yk.beta.array()) / d;
-      const double db = -(g.sum() + c * (w * s * a).sum()) / schur;
-      Point next;
-      next.beta = yk.beta + (a - c * db * m).matrix();
-      next.b = yk.b + db;
-      sb = (s * next.beta.array()).matrix();
-      next.f.resize(n);
-      if (r > 0) blas::gemv(/*trans=*/false, u_data, n, r, n, sb.data(), next.f.data());
-      else next.f.setZero();
-      next.f.array() += next.b;
-      const double f_next = objective_at(lambda, next);
-      if (o.accelerate && f_next <= f_prev) {
-        const double t_next = (1 + std::sqrt(1 + 4 * t * t)) / 2, mom = (t - 1) / t_next;
-        yk.beta = next.beta + mom * (next.beta - x.beta);
-        yk.b = next.b + mom * (next.b - x.b);
-        yk.f = next.f + mom * (next.f - x.f);
-        t = t_next;
-      } else {
-        // No momentum, or a restart (the objective rose): the plain MM step from `next`, which
-        // never increases the objective.
-        yk = next;
-        t = 1;
-      }
-      x = std::move(next);
-      f_prev = f_next;
-      fit.iterations = it + 1;
+  };
+  std::vector<Fold> st(static_cast<std::size_t>(nf));
+  const Point zero{Eigen::VectorXd::Zero(r), Eigen::VectorXd::Zero(n), 0};
+  for (Eigen::Index j = 0; j < nf; ++j) {
+    st[j].rows = &folds[j];
+    st[j].nd = static_cast<double>(folds[j].size());
+    st[j].x = zero;
+    st[j].g = Eigen::VectorXd::Zero(n);
+    st[j].gh = Eigen::VectorXd::Zero(r);
+  }
+  auto objective_at = [&](const Fold& fo, double lambda, const Point& p) {
+    double sum = 0;
+    for (const Eigen::Index i : *fo.rows) sum += loss_value(o.loss, o.delta, y[i] * p.f[i]);
+    return sum / fo.nd + 0.5 * lambda * (s * p.beta.array().square()).sum();
+  };
+  auto slopes_into = [&](const Fold& fo, const Point& p, double* g) {  // 0 off the fold's rows
+    std::fill(g, g + n, 0.0);
+    for (const Eigen::Index i : *fo.rows) g[i] = y[i] * loss_slope(o.loss, o.delta, y[i] * p.f[i]);
+  };
+  // A column per fold still iterating: G (n), GH = U^T G (r), SB = s * beta_next (r), FN = U SB (n).
+  Eigen::MatrixXd gm(n, nf), ghm(r, nf), sbm(r, nf), fnm(n, nf);
+  // Single-precision steps (tol >= 1e-5): the two products in float halve the bytes of U read per
+  // step; their relative error (~1e-6) is well below the stop, and every fold's end point is then
+  // re-evaluated in double (below) before it is judged.
+  const bool single = o.single_precision_steps && tol >= 1e-5 && r > 0;
+  Eigen::MatrixXf uf, in_f, out_f;
+  if (single) {
+    uf = u.cast<float>();
+    in_f.resize(std::max(n, r), nf);
+    out_f.resize(std::max(n, r), nf);
+  }
+  // dst (m, k) = U^T src or U src, src and dst column-major with k columns (m: r or n).
+  auto product = [&](bool trans, bool in_float, const Eigen::MatrixXd& src, Eigen::MatrixXd& dst, Eigen::Index k) {
+    const Eigen::Index rows_in = trans ? n : r, rows_out = trans ? r : n;
+    if (k == 0) return;
+    if (r == 0) {
+      dst.leftCols(k).setZero();
+      return;
     }
-    if (!have_slopes) slopes_at(x);
-    // alpha = U_r beta + U_null (-U_null^T g / (n lambda)), U_null U_null^T = I - U_r U_r^T.
-    fit.alpha = u * x.beta - (g - u * gh) / nl;
-    fit.b = x.b;
-    fit.objective = objective_at(lambda, x);
-    out.push_back(std::move(fit));
+    if (!in_float) {
+      gemm_cols(trans, u_data, n, r, n, src.data(), src.rows(), dst.data(), dst.rows(), k);
+      return;
+    }
+    in_f.topLeftCorner(rows_in, k) = src.topLeftCorner(rows_in, k).cast<float>();
+    cblas_sgemm(CblasColMajor, trans ? CblasTrans : CblasNoTrans, CblasNoTrans, static_cast<blasint>(rows_out),
+                static_cast<blasint>(k), static_cast<blasint>(rows_in), 1.0F, uf.data(), static_cast<blasint>(n),
+                in_f.data(), static_cast<blasint>(in_f.rows()), 0.0F, out_f.data(), static_cast<blasint>(out_f.rows()));
+    dst.topLeftCorner(rows_out, k) = out_f.topLeftCorner(rows_out, k).cast<double>();
+  };
+  // The relative KKT residual at beta (kkt_residual's, in U's basis; the null directions' part is
+  // zero by the choice of alpha there).
+  auto kkt_at = [&](double nl, const auto& g, const auto& gh, const Eigen::VectorXd& beta) {
+    const double g2 = g.squaredNorm(), gh2 = gh.squaredNorm();
+    const double nl_alpha = std::sqrt(nl * nl * beta.squaredNorm() + std::max(0.0, g2 - gh2));
+    const double den = std::sqrt(g2) + nl_alpha, den_b = g.template lpNorm<1>();
+    return std::max(den > 0 ? (gh + nl * beta).norm() / den : 0.0, den_b > 0 ? std::abs(g.sum()) / den_b : 0.0);
+  };
+  std::vector<Eigen::Index> active, stepping;
+
+  // Steps every fold not done until its residual is at most `stop` (then x = yk, converged) or
+  // it has taken max_iter steps (x = its last point).
+  auto run = [&](double lambda, double stop, bool in_float) {
+    for (;;) {
+      active.clear();
+      for (Eigen::Index j = 0; j < nf; ++j)
+        if (!st[j].done) active.push_back(j);
+      if (active.empty()) return;
+      const Eigen::Index na = static_cast<Eigen::Index>(active.size());
+      for (Eigen::Index a = 0; a < na; ++a) slopes_into(st[active[a]], st[active[a]].yk, gm.col(a).data());
+      product(/*trans=*/true, in_float, gm, ghm, na);
+      stepping.clear();
+      for (Eigen::Index a = 0; a < na; ++a) {
+        Fold& fo = st[active[a]];
+        const auto g = gm.col(a);
+        const auto gh = ghm.col(a);
+        const double nl = fo.nd * lambda;
+        fo.fit.kkt = kkt_at(nl, g, gh, fo.yk.beta);
+        if (fo.fit.kkt <= stop || fo.fit.iterations >= max_iter) {
+          fo.fit.converged = fo.fit.kkt <= stop;
+          if (fo.fit.converged) {
+            fo.x = fo.yk;
+            fo.g = g;
+            fo.gh = gh;
+            fo.have_slopes = true;
+          }
+          fo.done = true;
+          continue;
+        }
+        const Eigen::ArrayXd d = c * s + nl;
+        // db's denominator c n - c^2 w^T (s * m), written as a sum of nonnegative terms (the null
+        // directions have s = 0, d = n lambda: each adds c w_k^2).
+        const double schur = c * (w_rest + (w.square() * nl / d).sum());
+        const Eigen::ArrayXd step = (-gh.array() - nl * fo.yk.beta.array()) / d;
+        const double db = -(g.sum() + c * (w * s * step).sum()) / schur;
+        const Eigen::Index col = static_cast<Eigen::Index>(stepping.size());
+        stepping.push_back(active[a]);
+        // `next` is built in yk's place (yk is not needed past this step).
+        fo.yk.beta = (fo.yk.beta.array() + step - c * db * w / d).matrix();
+        fo.yk.b += db;
+        sbm.col(col) = (s * fo.yk.beta.array()).matrix();
+      }
+      const Eigen::Index ns = static_cast<Eigen::Index>(stepping.size());
+      product(/*trans=*/false, in_float, sbm, fnm, ns);
+      for (Eigen::Index col = 0; col < ns; ++col) {
+        Fold& fo = st[stepping[col]];
+        Point next;
+        next.beta = std::move(fo.yk.beta);
+        next.b = fo.yk.b;
+        next.f = fnm.col(col).array() + next.b;
+        const double f_next = objective_at(fo, lambda, next);
+        if (o.accelerate && f_next <= fo.f_prev) {
+          const double t_next = (1 + std::sqrt(1 + 4 * fo.t * fo.t)) / 2, mom = (fo.t - 1) / t_next;
+          fo.yk.beta = next.beta + mom * (next.beta - fo.x.beta);
+          fo.yk.b = next.b + mom * (next.b - fo.x.b);
+          fo.yk.f = next.f + mom * (next.f - fo.x.f);
+          fo.t = t_next;
+        } else {
+          // No momentum, or a restart (the objective rose): the plain MM step from `next`, which
+          // never increases the objective.
+          fo.yk = next;
+          fo.t = 1;
+        }
+        fo.x = std::move(next);
+        fo.f_prev = f_next;
+        ++fo.fit.iterations;
+      }
+    }
+  };
+
+  std::vector<std::vector<Fit>> out(static_cast<std::size_t>(nf));
+  for (const double lambda : lambdas) {
+    for (auto& fo : st) {
+      if (!warm) fo.x = zero;
+      fo.yk = fo.x;
+      fo.t = 1;
+      fo.f_prev = objective_at(fo, lambda, fo.x);
+      fo.done = fo.have_slopes = false;
+      fo.fit = Fit{};
+      fo.fit.lambda = lambda;
+      fo.fit.rank = static_cast<int>(r);
+    }
+    if (!single) {
+      run(lambda, tol, false);
+    } else {
+      run(lambda, 0.8 * tol, true);  // a margin for the float evaluation's error
+      // Every fold's end point in double, all folds in two products: f, g, U^T g and the residual.
+      for (Eigen::Index j = 0; j < nf; ++j) sbm.col(j) = (s * st[j].x.beta.array()).matrix();
+      product(/*trans=*/false, false, sbm, fnm, nf);
+      for (Eigen::Index j = 0; j < nf; ++j) {
+        st[j].x.f = fnm.col(j).array() + st[j].x.b;
+        slopes_into(st[j], st[j].x, gm.col(j).data());
+      }
+      product(/*trans=*/true, false, gm, ghm, nf);
+      bool again = false;
+      for (Eigen::Index j = 0; j < nf; ++j) {
+        Fold& fo = st[j];
+        fo.g = gm.col(j);
+        fo.gh = ghm.col(j);
+        fo.have_slopes = true;
+        fo.fit.kkt = kkt_at(fo.nd * lambda, fo.g, fo.gh, fo.x.beta);
+        fo.fit.converged = fo.fit.kkt <= tol;
+        if (!fo.fit.converged && fo.fit.iterations < max_iter) {  // go on in double from x
+          fo.done = fo.have_slopes = false;
+          fo.yk = fo.x;
+          fo.t = 1;
+          fo.f_prev = objective_at(fo, lambda, fo.x);
+          again = true;
+        }
+      }
+      if (again) run(lambda, tol, false);
+    }
+    // alpha = U_r beta + U_null (-U_null^T g / (n lambda)) = U_r (beta + U_r^T g / (n lambda)) -
+    // g / (n lambda), as U_null U_null^T = I - U_r U_r^T; one product for all folds. Off the fold's
+    // rows it is ~0 (exactly at the minimizer) and not kept.
+    for (Eigen::Index j = 0; j < nf; ++j) {
+      Fold& fo = st[j];
+      if (!fo.have_slopes) {
+        slopes_into(fo, fo.x, fo.g.data());
+        if (r > 0) blas::gemv(/*trans=*/true, u_data, n, r, n, fo.g.data(), fo.gh.data());
+      }
+      sbm.col(j) = fo.x.beta + fo.gh / (fo.nd * lambda);
+    }
+    product(/*trans=*/false, false, sbm, fnm, nf);
+    for (Eigen::Index j = 0; j < nf; ++j) {
+      Fold& fo = st[j];
+      const double nl = fo.nd * lambda;
+      const auto& rows = *fo.rows;
+      fo.fit.alpha.resize(static_cast<Eigen::Index>(rows.size()));
+      for (std::size_t i = 0; i < rows.size(); ++i)
+        fo.fit.alpha[static_cast<Eigen::Index>(i)] = fnm(rows[i], j) - fo.g[rows[i]] / nl;
+      fo.fit.b = fo.x.b;
+      fo.fit.objective = objective_at(fo, lambda, fo.x);
+      out[j].push_back(std::move(fo.fit));
+    }
   }
   return out;
+}
+
+std::vector<Fit> fit_path_rows(const Spectrum& sp, const Eigen::VectorXd& y, const std::vector<Eigen::Index>& rows,
+                               const SolverOptions& o, const std::vector<double>& lambdas, bool warm) {
+  return fit_path_folds(sp, y, {rows}, o, lambdas, warm).at(0);
+}
+
+std::vector<Fit> fit_path(const Spectrum& sp, const Eigen::VectorXd& y, const SolverOptions& o,
+                          const std::vector<double>& lambdas, bool warm) {
+  std::vector<Eigen::Index> all(static_cast<std::size_t>(y.size()));
+  for (Eigen::Index i = 0; i < y.size(); ++i) all[static_cast<std::size_t>(i)] = i;
+  return fit_path_rows(sp, y, all, o, lambdas, warm);
 }
 
 }  // namespace kforge::kmodel

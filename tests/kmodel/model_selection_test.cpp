@@ -115,6 +115,37 @@ TEST(KernelModelCv, SelectsAnAccurateLambdaAndRepeats) {
   EXPECT_EQ(j["path"].size(), 6u);
 }
 
+// One decomposition of the whole K for every fold (the default) against one per training fold
+// (the old route): the same fits, so the same held-out accuracy at every lambda and fold, for both
+// smooth losses; the data are 2-dimensional, so `automatic` takes the low-rank route here.
+TEST(KernelModelCv, SharedDecompositionScoresAsPerFold) {
+  const Dataset d = test::blobs(/*n=*/163, /*d=*/2, 0.6, 0.1, /*seed=*/19);
+  for (const Loss loss : {Loss::logistic, Loss::huber_hinge}) {
+    CvOptions o;
+    o.kernel = {KernelFunction::Kind::rbf, gamma_scale(d.x)};
+    o.lambdas = parse_lambdas("1e-4:1:7");
+    o.folds = 4;
+    o.solver.loss = loss;
+    o.solver.tol = 1e-9;
+    const CvResult shared = cross_validate(d, o);
+    // --save/--test's refit on every row: from the CV's spectrum, as from a fresh decomposition.
+    ASSERT_NE(shared.spectrum, nullptr);
+    const double lambda = shared.path[shared.best].lambda;
+    const Fit reused = fit_all(d, o, lambda, shared.spectrum.get()), fresh = fit_all(d, o, lambda);
+    EXPECT_LE((reused.alpha - fresh.alpha).norm(), 1e-9 * fresh.alpha.norm());
+    EXPECT_NEAR(reused.b, fresh.b, 1e-9 * (1 + std::abs(fresh.b)));
+    o.shared_decomposition = false;
+    o.eigensolver = EigenSolver::lapack;
+    const CvResult per_fold = cross_validate(d, o);
+    ASSERT_EQ(shared.path.size(), per_fold.path.size());
+    for (std::size_t l = 0; l < shared.path.size(); ++l) {
+      EXPECT_TRUE(shared.path[l].converged && per_fold.path[l].converged);
+      EXPECT_EQ(shared.path[l].accuracy, per_fold.path[l].accuracy) << loss_name(loss) << " lambda " << shared.path[l].lambda;
+    }
+    EXPECT_EQ(shared.best, per_fold.best);
+  }
+}
+
 TEST(KernelModelCli, JsonPathAndExitTwoOnBadInput) {
   const Dataset d = test::blobs(/*n=*/61, /*d=*/2, 1.5, 0, /*seed=*/8);
   const std::string good = write_file("cli-good", csv_of(d, /*zero_one=*/false));

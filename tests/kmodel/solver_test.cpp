@@ -137,6 +137,71 @@ TEST_P(SolverVsNewton, WarmPathEqualsColdFits) {
   }
 }
 
+// Cross-validation's route: one spectrum of the kernel matrix over ALL rows, the loss summed over
+// a training fold only. The answer must be the fold's own minimizer, checked from the fold's block
+// K[train, train] cut here (KKT residual, and Newton on that block), and the same as fit_path on
+// the block's own spectrum; the held-out rows' labels are poisoned (NaN) to show they are unread.
+TEST_P(SolverVsNewton, FoldFromTheWholeSpectrumIsTheFoldsMinimizer) {
+  // Full rank (3 dimensions: automatic falls back to LAPACK), then numerically low rank (2
+  // dimensions, a wide kernel: automatic takes the pivoted-Cholesky route, r < n/4).
+  struct Case { int n, d; double gamma, close; std::uint64_t seed; };
+  for (const Case c : {Case{113, 3, 0.25, 1e-6, 41}, Case{157, 2, 0.02, 1e-4, 43}}) {
+    const Dataset data = test::blobs(c.n, c.d, 0.5, 0.1, c.seed);
+    const Eigen::MatrixXd k = gram({KernelFunction::Kind::rbf, c.gamma}, data.x, data.x);
+    std::vector<Eigen::Index> train;
+    for (Eigen::Index i = 0; i < data.y.size(); ++i)
+      if (i % 5 != 2 && i % 7 != 3) train.push_back(i);
+    const Eigen::Index nt = static_cast<Eigen::Index>(train.size());
+    Eigen::MatrixXd k_train(nt, nt);
+    Eigen::VectorXd y_train(nt), y_poisoned = Eigen::VectorXd::Constant(data.y.size(), std::nan(""));
+    for (Eigen::Index i = 0; i < nt; ++i) {
+      y_train[i] = y_poisoned[train[i]] = data.y[train[i]];
+      for (Eigen::Index j = 0; j < nt; ++j) k_train(i, j) = k(train[i], train[j]);
+    }
+    SolverOptions o;
+    o.loss = GetParam();
+    o.tol = 1e-10;
+    o.max_iter = 200000;
+    const std::vector<double> lambdas = parse_lambdas("2e-3:0.5:5");
+    for (const EigenSolver how : {EigenSolver::lapack, EigenSolver::automatic}) {
+      const Spectrum sp = decompose(k, how, o.rank_tol);
+      if (c.d == 2 && how == EigenSolver::automatic) EXPECT_LT(sp.s.size(), c.n / 4) << "not the low-rank route";
+      const auto rows = fit_path_rows(sp, y_poisoned, train, o, lambdas);
+      const auto own = fit_path(decompose(k_train), y_train, o, lambdas);
+      for (std::size_t l = 0; l < lambdas.size(); ++l) {
+        const Fit& f = rows[l];
+        ASSERT_TRUE(f.converged) << "lambda " << lambdas[l] << " kkt " << f.kkt;
+        ASSERT_EQ(f.alpha.size(), nt);
+        EXPECT_LE(kkt_residual(k_train, y_train, o, lambdas[l], f.alpha, f.b), 1e-8) << "lambda " << lambdas[l];
+        EXPECT_NEAR(f.objective, objective(k_train, y_train, o, lambdas[l], f.alpha, f.b), 1e-9 * f.objective);
+        EXPECT_LE((f.alpha - own[l].alpha).norm(), c.close * own[l].alpha.norm()) << "lambda " << lambdas[l];
+        EXPECT_NEAR(f.b, own[l].b, c.close * (1 + std::abs(own[l].b)));
+      }
+      // In lockstep with two other row sets: each path as when fitted alone.
+      std::vector<Eigen::Index> odd, head;
+      for (Eigen::Index i = 0; i < data.y.size(); ++i) (i % 2 ? odd : head).push_back(i);
+      head.resize(head.size() / 2 + 3);
+      const auto together = fit_path_folds(sp, data.y, {odd, train, head}, o, lambdas);
+      ASSERT_EQ(together.size(), 3u);
+      for (std::size_t l = 0; l < lambdas.size(); ++l) {
+        EXPECT_LE((together[1][l].alpha - rows[l].alpha).norm(), 1e-8 * rows[l].alpha.norm());
+        EXPECT_NEAR(together[1][l].b, rows[l].b, 1e-8 * (1 + std::abs(rows[l].b)));
+      }
+      const auto alone = fit_path_rows(sp, data.y, head, o, lambdas);
+      for (std::size_t l = 0; l < lambdas.size(); ++l)
+        EXPECT_LE((together[2][l].alpha - alone[l].alpha).norm(), 1e-8 * alone[l].alpha.norm());
+      const double lambda = lambdas[3];
+      const Direct nt_fit = newton(k_train, y_train, o, lambda);
+      ASSERT_LE(kkt_residual(k_train, y_train, o, lambda, nt_fit.alpha, nt_fit.b), 1e-9);
+      EXPECT_LE((rows[3].alpha - nt_fit.alpha).norm(), c.close * nt_fit.alpha.norm());
+      EXPECT_NEAR(rows[3].b, nt_fit.b, c.close * (1 + std::abs(nt_fit.b)));
+      const Eigen::VectorXd f1 = (k_train * rows[3].alpha).array() + rows[3].b;
+      const Eigen::VectorXd f2 = (k_train * nt_fit.alpha).array() + nt_fit.b;
+      EXPECT_LE((f1 - f2).lpNorm<Eigen::Infinity>(), 1e-6);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Losses, SolverVsNewton, ::testing::Values(Loss::huber_hinge, Loss::logistic),
                          [](const auto& info) { return std::string(info.param == Loss::logistic ? "logistic" : "huberized_hinge"); });
 
@@ -182,6 +247,63 @@ TEST(KernelMatrix, EigenSolversAgreeAndReconstruct) {
       const double want = std::pow(0.3 * data.x.row(i).dot(data.x.row(60 + j)) - 0.5, 4);
       EXPECT_NEAR(p(i, j), want, 1e-12 * (1 + std::abs(want)));
     }
+}
+
+// The pivoted-Cholesky route: on low-dimensional data it stops at a small rank, its U is
+// orthonormal, U diag(s) U^T is K within the trace bound, and its top eigenvalues are LAPACK's; on
+// a full-rank matrix it gives up at max_rank and `automatic` gives LAPACK's answer.
+TEST(KernelMatrix, LowRankRouteMatchesLapack) {
+  const Dataset low = test::blobs(/*n=*/157, /*d=*/2, 0.5, 0.1, /*seed=*/17);
+  const Eigen::MatrixXd k = gram({KernelFunction::Kind::rbf, 0.05}, low.x, low.x);
+  const double rank_tol = 1e-10;
+  Spectrum lr;
+  ASSERT_TRUE(low_rank_eigenpairs(k, rank_tol, k.rows() / 2, lr));
+  const Spectrum full = decompose(k, EigenSolver::lapack);
+  const double s_max = full.s.maxCoeff();
+  const Eigen::Index r = lr.s.size();
+  EXPECT_GT(r, 3);
+  EXPECT_LE(r, k.rows() / 3);
+  EXPECT_LE((lr.u.transpose() * lr.u - Eigen::MatrixXd::Identity(r, r)).norm(), 1e-12 * r);
+  // |E|_F <= trace(E) <= rank_tol s_max (E is positive semidefinite), plus rounding.
+  EXPECT_LE((lr.u * lr.s.asDiagonal() * lr.u.transpose() - k).norm(), rank_tol * s_max + 1e-12 * k.norm());
+  // Eigenvalues of K - E interlace: each of the top ones within |E| of LAPACK's.
+  for (Eigen::Index i = 0; i < r; ++i)
+    if (lr.s[r - 1 - i] > 1e-6 * s_max)
+      EXPECT_NEAR(lr.s[r - 1 - i], full.s[full.s.size() - 1 - i], 2 * rank_tol * s_max + 1e-12 * s_max) << "pair " << i;
+  // Full rank (a narrow kernel on 9 dimensions): no low-rank factor; automatic is lapack.
+  const Dataset wide = test::blobs(/*n=*/61, /*d=*/9, 0.5, 0.1, /*seed=*/18);
+  const Eigen::MatrixXd kw = gram({KernelFunction::Kind::rbf, 2.0}, wide.x, wide.x);
+  Spectrum none;
+  EXPECT_FALSE(low_rank_eigenpairs(kw, 1e-12, kw.rows() / 4, none));
+  const Spectrum a = decompose(kw, EigenSolver::automatic, 1e-12), b = decompose(kw, EigenSolver::lapack, 1e-12);
+  ASSERT_EQ(a.s.size(), b.s.size());
+  EXPECT_LE((a.s - b.s).lpNorm<Eigen::Infinity>(), 1e-12 * b.s.maxCoeff());
+}
+
+// At the default tolerance the steps' products run in float; each fit's end point is judged in
+// double. The residual recomputed here from K (in double, no spectrum) must meet the stop, and the
+// objective must match the all-double path's (both within the stop of the minimum).
+TEST(KernelModelPath, SinglePrecisionStepsMeetTheStopInDouble) {
+  const Dataset data = test::blobs(/*n=*/139, /*d=*/6, 0.4, 0.1, /*seed=*/23);
+  const Eigen::MatrixXd k = gram({KernelFunction::Kind::rbf, gamma_scale(data.x)}, data.x, data.x);
+  const Spectrum sp = decompose(k, EigenSolver::automatic, 1e-12);
+  const std::vector<double> lambdas = parse_lambdas("1e-4:1:9");
+  for (const Loss l : {Loss::logistic, Loss::huber_hinge}) {
+    SolverOptions o;
+    o.loss = l;  // tol 0: the default 1e-4, so float steps
+    const auto single = fit_path(sp, data.y, o, lambdas);
+    o.single_precision_steps = false;
+    const auto twice = fit_path(sp, data.y, o, lambdas);
+    for (std::size_t i = 0; i < lambdas.size(); ++i) {
+      ASSERT_TRUE(single[i].converged && twice[i].converged) << loss_name(l) << " lambda " << lambdas[i];
+      EXPECT_LE(kkt_residual(k, data.y, o, lambdas[i], single[i].alpha, single[i].b), 1e-4 * (1 + 1e-6))
+          << loss_name(l) << " lambda " << lambdas[i];
+      const double j1 = objective(k, data.y, o, lambdas[i], single[i].alpha, single[i].b);
+      const double j2 = objective(k, data.y, o, lambdas[i], twice[i].alpha, twice[i].b);
+      EXPECT_NEAR(j1, j2, 1e-5 * j2) << loss_name(l) << " lambda " << lambdas[i];
+      EXPECT_NEAR(single[i].objective, j1, 1e-9 * j1);
+    }
+  }
 }
 
 TEST(KernelModelPath, SeparableDataIsClassifiedPerfectly) {
