@@ -61,7 +61,6 @@ struct View {
   float* yf;
   const int* toff;
   int W, CB, RS, S, xrows, hlo, Q;
-  bool staged;  // x staged: zero-padded, phase-split rows (every tile interior)
   long long ykp, xrowlen;
 };
 
@@ -111,7 +110,8 @@ static inline void reduce(const View& v, vf acc[KB8][OW], const int* kmap, int k
   const long long wks = (long long)v.CB * v.RS * XB * 8;  // one filter block to the next in w
   for (int cb = cb0; cb < cb1; ++cb)
     for (int r = r0; r < r1; ++r) {
-      const float* xrow = v.xf + ((long long)cb * v.xrows + h0 + r * dil - v.hlo) * v.xrowlen;
+      const long long xrowlen = MODE == 2 ? v.xrowlen : (long long)W * XB;  // unstaged: as before
+      const float* xrow = v.xf + ((long long)cb * v.xrows + h0 + r * dil - v.hlo) * xrowlen;
       const float* wb[KB8];
 #pragma GCC unroll 8
       for (int b = 0; b < KB8; ++b) wb[b] = v.wf + (kb + kmap[b]) * wks + ((long long)cb * v.RS + r * S) * XB * 8;
@@ -140,7 +140,7 @@ static inline void reduce(const View& v, vf acc[KB8][OW], const int* kmap, int k
 
 // A micro-tile of NP pixels from q0 of block-relative output row pl, filter blocks kb.. of the
 // pool block's kbb: load (or zero) the partial sums, reduce over the chunk, write them back.
-template <int NP>
+template <int NP, bool STAGED>
 static void tile(const View& v, int kb, int kbb, int pl, int cb0, int cb1, bool first, int h0,
                  int r0, int r1, int q0, int stride, int pad, int dil) {
   const int kuse = kbb - kb < KB8 ? kbb - kb : KB8;  // filter blocks stored
@@ -155,7 +155,7 @@ static void tile(const View& v, int kb, int kbb, int pl, int cb0, int cb1, bool 
 #pragma GCC unroll 8
     for (int j = 0; j < NP; ++j) acc[b][j] = first || b >= kuse ? vf{} : *(const vf_unaligned*)(yt + b * v.ykp + j * 8);
   const int vlo = q0 * stride - pad, vhi = (q0 + NP - 1) * stride - pad + (v.S - 1) * dil;
-  if (v.staged)
+  if constexpr (STAGED)
     reduce<NP, 2>(v, acc, kmap, kb, cb0, cb1, h0, r0, r1, q0, stride, pad, dil);
   else if (vlo >= 0 && vhi < v.W && stride == 1)
     reduce<NP, 0>(v, acc, kmap, kb, cb0, cb1, h0, r0, r1, q0, stride, pad, dil);
@@ -169,12 +169,13 @@ static void tile(const View& v, int kb, int kbb, int pl, int cb0, int cb1, bool 
 }
 
 // A tile of np <= OW pixels: the instantiation with exactly that many.
+template <bool STAGED>
 static void tile_n(int np, const View& v, int kb, int kbb, int pl, int cb0, int cb1, bool first,
                    int h0, int r0, int r1, int q0, int stride, int pad, int dil) {
   switch (np) {
 #define KF_TILE(n)                                                                               \
   case n:                                                                                        \
-    tile<(n <= OW ? n : 1)>(v, kb, kbb, pl, cb0, cb1, first, h0, r0, r1, q0, stride, pad, dil); \
+    tile<(n <= OW ? n : 1), STAGED>(v, kb, kbb, pl, cb0, cb1, first, h0, r0, r1, q0, stride, pad, dil); \
     return;
     KF_TILE(1) KF_TILE(2) KF_TILE(3) KF_TILE(4) KF_TILE(5) KF_TILE(6) KF_TILE(7) KF_TILE(8)
 #undef KF_TILE
@@ -182,9 +183,12 @@ static void tile_n(int np, const View& v, int kb, int kbb, int pl, int cb0, int 
   }
 }
 
-static void conv2d_nchw8c_block(const kf_ctx& ctx, const T* x, const T* w, T* y, int N, int C,
-                                int H, int W, int K, int R, int S, int stride, int pad, int dil) {
-  (void)N;
+// One pool block; STAGED: x read from staged rows (stride > 1 with a window wider than 1x1,
+// and all 16-bit storage). Two functions, not a flag: with the staged path inlined into the
+// unstaged one, GCC's code for the stride-1 1x1 loop came out 3-8% slower.
+template <bool STAGED>
+__attribute__((noinline)) static void block_body(const kf_ctx& ctx, const T* x, const T* w, T* y, int C,
+                                                 int H, int W, int K, int R, int S, int stride, int pad, int dil) {
   const int P = (H + 2 * pad - dil * (R - 1) - 1) / stride + 1;
   const int Q = (W + 2 * pad - dil * (S - 1) - 1) / stride + 1;
   const int CB = C / XB, K8 = K / 8, RS = R * S;
@@ -193,15 +197,11 @@ static void conv2d_nchw8c_block(const kf_ctx& ctx, const T* x, const T* w, T* y,
   const long long wblock = (long long)CB * RS * XB * 8;  // floats of one filter block in w
   View v;
   v.W = W, v.CB = CB, v.RS = RS, v.S = S, v.Q = Q;
-  // Scratch slot 3: toff[S] (see View), then the staged-row flags.
-  int* toff = (int*)scratch(3, 4ll * (S + H + 1));
-  v.toff = toff;
-  // Staged where the stride phases would break the interior path, and always for 16-bit
-  // storage (converted once). Not a strided 1x1: each staged value would feed only the block's
-  // KBB*8 filters, and the copy (x from L3, redone by every filter block of the pool) cost more
-  // than the per-pixel pointers it saves (conv3_1 1x1/2: 1.1-1.8x slower at the defaults).
-  v.staged = KF_SIXTEEN || (stride > 1 && R * S > 1);
-  if (v.staged) {
+  v.toff = nullptr;
+  if constexpr (STAGED) {
+    // Scratch slot 3: toff[S] (see View), then the staged-row flags.
+    int* toff = (int*)scratch(3, 4ll * (S + H + 1));
+    v.toff = toff;
     // The input rows this block reads (all channel blocks, fp32), zero-padded and split by
     // stride phase: row (cb, h) holds `stride` planes of jw columns of XB channels, plane ph
     // column i = input column i*stride + ph - pad. Only the phases and rows some tap reads are
@@ -280,7 +280,7 @@ static void conv2d_nchw8c_block(const kf_ctx& ctx, const T* x, const T* w, T* y,
         for (int pl = 0; pl < pb; ++pl) {
           row(pl, h0, r0, r1);
           for (int t = 0; t < ntile; ++t)
-            tile_n(tile_np(t), v, kb, kbb, pl, cb0, cb1, first, h0, r0, r1, tile_q0(t), stride, pad, dil);
+            tile_n<STAGED>(tile_np(t), v, kb, kbb, pl, cb0, cb1, first, h0, r0, r1, tile_q0(t), stride, pad, dil);
         }
     } else {
       // A pixel tile's input of the chunk stays in L1 while every filter group uses it.
@@ -288,7 +288,7 @@ static void conv2d_nchw8c_block(const kf_ctx& ctx, const T* x, const T* w, T* y,
         row(pl, h0, r0, r1);
         for (int t = 0; t < ntile; ++t)
           for (int kb = 0; kb < kbb; kb += KB8)
-            tile_n(tile_np(t), v, kb, kbb, pl, cb0, cb1, first, h0, r0, r1, tile_q0(t), stride, pad, dil);
+            tile_n<STAGED>(tile_np(t), v, kb, kbb, pl, cb0, cb1, first, h0, r0, r1, tile_q0(t), stride, pad, dil);
       }
     }
   }
@@ -299,6 +299,21 @@ static void conv2d_nchw8c_block(const kf_ctx& ctx, const T* x, const T* w, T* y,
       const float* src = yb + (long long)kb * v.ykp + (long long)pl * Q * 8;
       for (long long e = 0; e < (long long)Q * 8; ++e) dst[e] = from_f32(src[e]);
     }
+#endif
+}
+
+static void conv2d_nchw8c_block(const kf_ctx& ctx, const T* x, const T* w, T* y, int N, int C,
+                                int H, int W, int K, int R, int S, int stride, int pad, int dil) {
+  (void)N;
+  // Staged where the stride phases would break the interior path, and always for 16-bit
+  // storage (converted once). Not a strided 1x1: each staged value would feed only the block's
+  // KBB*8 filters, and the copy (x from L3, redone by every filter block of the pool) cost more
+  // than the per-pixel pointers it saves (conv3_1 1x1/2: 1.1-1.8x slower at the defaults).
+  if (KF_SIXTEEN || (stride > 1 && R * S > 1))
+    block_body<true>(ctx, x, w, y, C, H, W, K, R, S, stride, pad, dil);
+#if !KF_SIXTEEN
+  else
+    block_body<false>(ctx, x, w, y, C, H, W, K, R, S, stride, pad, dil);
 #endif
 }
 
