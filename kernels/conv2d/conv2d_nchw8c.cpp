@@ -62,6 +62,7 @@ struct View {
   const int* toff;
   int W, CB, RS, S, xrows, hlo, Q;
   long long ykp, xrowlen;
+  bool flat;  // 1x1, stride 1, no padding: the block's rows are one run of pixels
 };
 
 // One value broadcast to the 8 lanes: one load instruction (vbroadcastss), where `vf{} + v`
@@ -157,7 +158,7 @@ static void tile(const View& v, int kb, int kbb, int pl, int cb0, int cb1, bool 
   const int vlo = q0 * stride - pad, vhi = (q0 + NP - 1) * stride - pad + (v.S - 1) * dil;
   if constexpr (STAGED)
     reduce<NP, 2>(v, acc, kmap, kb, cb0, cb1, h0, r0, r1, q0, stride, pad, dil);
-  else if (vlo >= 0 && vhi < v.W && stride == 1)
+  else if (v.flat || (vlo >= 0 && vhi < v.W && stride == 1))
     reduce<NP, 0>(v, acc, kmap, kb, cb0, cb1, h0, r0, r1, q0, stride, pad, dil);
   else
     reduce<NP, 1>(v, acc, kmap, kb, cb0, cb1, h0, r0, r1, q0, stride, pad, dil);
@@ -259,7 +260,13 @@ __attribute__((noinline)) static void block_body(const kf_ctx& ctx, const T* x, 
 
   // A row in ceil(Q/OW) tiles of near-equal width (Q = 7 at OW = 6: 4 + 3, not 6 + 1): a
   // narrow tile has too few accumulators to hide the FMA latency (2 at 1 x 2: a chain).
-  const int ntile = (Q + OW - 1) / OW, wide = Q / ntile, nwider = Q % ntile;
+  // 1x1 at stride 1 without padding: output pixel (p, q) reads input pixel (p, q), and W = Q,
+  // so the block's pb rows are one run of pb*Q pixels in x and in y (fp32, staged or not): it
+  // is tiled as one row, tiles crossing row ends (a 14-wide row was tiles of 5 + 5 + 4).
+  const bool flat = R == 1 && S == 1 && stride == 1 && pad == 0;
+  v.flat = flat;
+  const int rows = flat ? 1 : pb, rowpix = flat ? pb * Q : Q;
+  const int ntile = (rowpix + OW - 1) / OW, wide = rowpix / ntile, nwider = rowpix % ntile;
   const auto tile_q0 = [&](int t) { return t * wide + (t < nwider ? t : nwider); };
   const auto tile_np = [&](int t) { return wide + (t < nwider ? 1 : 0); };
   for (int cb0 = 0; cb0 < CB; cb0 += CBB) {
@@ -277,14 +284,14 @@ __attribute__((noinline)) static void block_body(const kf_ctx& ctx, const T* x, 
       // A filter group's weights of the chunk (KB8*CBB*R*S*XB*8 floats) stay in L1 while every
       // pixel tile of the pool block's rows uses them.
       for (int kb = 0; kb < kbb; kb += KB8)
-        for (int pl = 0; pl < pb; ++pl) {
+        for (int pl = 0; pl < rows; ++pl) {
           row(pl, h0, r0, r1);
           for (int t = 0; t < ntile; ++t)
             tile_n<STAGED>(tile_np(t), v, kb, kbb, pl, cb0, cb1, first, h0, r0, r1, tile_q0(t), stride, pad, dil);
         }
     } else {
       // A pixel tile's input of the chunk stays in L1 while every filter group uses it.
-      for (int pl = 0; pl < pb; ++pl) {
+      for (int pl = 0; pl < rows; ++pl) {
         row(pl, h0, r0, r1);
         for (int t = 0; t < ntile; ++t)
           for (int kb = 0; kb < kbb; kb += KB8)

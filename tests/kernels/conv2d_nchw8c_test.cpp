@@ -7,7 +7,8 @@
 // same numbers reordered; C or K not a multiple of 8 exits 2 naming the size and the rule (K only,
 // for the plain-x problem); and
 // wrong kernels (the last filter block dropped, a border tap read past the row; at stride 2 a
-// staged padding column taken from the input, the stride phases ignored) are rejected.
+// staged padding column taken from the input, the stride phases ignored; a 1x1 block's run
+// of pixels cut short) are rejected.
 #include <gtest/gtest.h>
 
 
@@ -71,6 +72,9 @@ TEST_P(Conv2dNchw8c, SixteenBitStorageAndOtherParametersPass) {
   const Sizes strided = conv(2, 16, 12, 19, 24, 5, 5, 2, 2, 1);
   if (GetParam() == "cpu") {
     expect_passes(s, DType::bf16, {{"OW", 5}, {"KB8", 3}, {"KBB", 3}, {"PB", 2}, {"CBB", 2}, {"ORD", 1}});
+    // 1x1 from staged 16-bit rows, the block's two 9-wide rows tiled as one run (same build).
+    expect_passes(conv(1, 24, 7, 9, 40, 1, 1, 1, 0, 1), DType::bf16,
+                  {{"OW", 5}, {"KB8", 3}, {"KBB", 3}, {"PB", 2}, {"CBB", 2}, {"ORD", 1}});
     expect_passes(strided, DType::fp16, {{"CBB", 1}, {"PB", 7}});
     expect_passes(strided, DType::fp32, {{"OW", 8}, {"KB8", 1}, {"KBB", 1}, {"PB", 1}, {"CBB", 1}});
   } else {
@@ -161,6 +165,10 @@ TEST(Conv2dNchw8cCpu, WrongKernelsAreRejected) {
   const EvalResult phase = run_edited(strided, "toff[t] = (t * dil) % stride * jw + t * dil / stride;",
                                       "toff[t] = t * dil / stride;");
   EXPECT_FALSE(phase.passed()) << describe(phase);
+  // 1x1 at stride 1: the block's rows tiled as one run, its last pixel left out.
+  const EvalResult flat = run_edited(conv(1, 16, 7, 9, 24, 1, 1, 1, 0, 1), "rowpix = flat ? pb * Q : Q;",
+                                     "rowpix = flat ? pb * Q - 1 : Q;");
+  EXPECT_FALSE(flat.passed()) << describe(flat);
   // The control: the kernel as shipped, through the same edit path.
   const EvalResult same = run_edited(s, kbb, kbb);
   EXPECT_TRUE(same.passed()) << describe(same);
