@@ -62,7 +62,7 @@ struct View {
   const int* toff;
   int W, CB, RS, S, xrows, hlo, Q;
   long long ykp, xrowlen;
-  bool flat;  // 1x1, stride 1, no padding: the block's rows are one run of pixels
+  int Wi;  // a tile reading columns below this is interior: W, or no limit for a 1x1 run (flat)
 };
 
 // One value broadcast to the 8 lanes: one load instruction (vbroadcastss), where `vf{} + v`
@@ -158,7 +158,7 @@ static void tile(const View& v, int kb, int kbb, int pl, int cb0, int cb1, bool 
   const int vlo = q0 * stride - pad, vhi = (q0 + NP - 1) * stride - pad + (v.S - 1) * dil;
   if constexpr (STAGED)
     reduce<NP, 2>(v, acc, kmap, kb, cb0, cb1, h0, r0, r1, q0, stride, pad, dil);
-  else if (v.flat || (vlo >= 0 && vhi < v.W && stride == 1))
+  else if (vlo >= 0 && vhi < v.Wi && stride == 1)
     reduce<NP, 0>(v, acc, kmap, kb, cb0, cb1, h0, r0, r1, q0, stride, pad, dil);
   else
     reduce<NP, 1>(v, acc, kmap, kb, cb0, cb1, h0, r0, r1, q0, stride, pad, dil);
@@ -264,7 +264,7 @@ __attribute__((noinline)) static void block_body(const kf_ctx& ctx, const T* x, 
   // so the block's pb rows are one run of pb*Q pixels in x and in y (fp32, staged or not): it
   // is tiled as one row, tiles crossing row ends (a 14-wide row was tiles of 5 + 5 + 4).
   const bool flat = R == 1 && S == 1 && stride == 1 && pad == 0;
-  v.flat = flat;
+  v.Wi = flat ? 0x7fffffff : W;
   const int rows = flat ? 1 : pb, rowpix = flat ? pb * Q : Q;
   const int ntile = (rowpix + OW - 1) / OW, wide = rowpix / ntile, nwider = rowpix % ntile;
   const auto tile_q0 = [&](int t) { return t * wide + (t < nwider ? t : nwider); };
