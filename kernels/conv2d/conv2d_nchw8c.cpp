@@ -17,8 +17,9 @@
 // image are skipped. Columns, fp32 at stride 1: a tile whose pixels all read inside the image
 // (the interior) forms its addresses from one base (pixel j at +8j, immediate offsets); any
 // other tile gives each pixel its own pointer per tap, to a zero vector where the tap falls
-// outside the image. Stride > 1 and 16-bit storage: the block first stages the input rows it
-// reads, zero-padded and split by stride phase (plane ph of a row holds padded columns ph,
+// outside the image; a 1x1 at stride 1 without padding tiles the block's rows as one run of
+// pixels. Stride > 1 (windows wider than 1x1) and 16-bit storage: the block first stages the
+// input rows it reads, zero-padded and split by stride phase (plane ph of a row holds padded columns ph,
 // ph + stride, ...), so tap s of output pixel q is at column q + (s*dil)/stride of plane
 // (s*dil) % stride: every tile is then the interior one, at unit stride.
 //
