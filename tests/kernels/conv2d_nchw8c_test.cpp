@@ -6,7 +6,9 @@
 // fp16/bf16 storage and other tile parameters; the reference agrees with conv2d's (NCHW) on the
 // same numbers reordered; C or K not a multiple of 8 exits 2 naming the size and the rule (K only,
 // for the plain-x problem); and
-// wrong kernels (the last filter block dropped, a border tap read past the row) are rejected.
+// wrong kernels (the last filter block dropped, a border tap read past the row; at stride 2 a
+// staged padding column taken from the input, the stride phases ignored; a 1x1 block's run
+// of pixels cut short) are rejected.
 #include <gtest/gtest.h>
 
 
@@ -38,6 +40,10 @@ const Sizes kCases[] = {
     conv(1, 24, 15, 16, 16, 3, 3, 1, 2, 2),    // dilation 2
     conv(2, 32, 7, 9, 8, 1, 1, 1, 0, 1),       // 1x1
     conv(1, 72, 9, 11, 88, 3, 3, 1, 1, 1),     // 9 channel blocks (two chunks), 11 filter blocks
+    // Stride > 1 (cpu: the staged, phase-split rows), P and Q odd, no multiple of the tile:
+    conv(1, 8, 23, 21, 16, 7, 7, 2, 3, 1),     // 7x7/2, pad 3 (conv1's window): P = 12, Q = 11
+    conv(1, 8, 20, 23, 16, 3, 3, 3, 1, 2),     // stride 3, dilation 2: taps in all 3 phases, Q = 7
+    conv(1, 16, 13, 15, 16, 1, 1, 2, 0, 1),    // 1x1/2 (conv3_1's projection): P = 7, Q = 8
 };
 
 class Conv2dNchw8c : public ::testing::TestWithParam<std::string> {
@@ -66,6 +72,9 @@ TEST_P(Conv2dNchw8c, SixteenBitStorageAndOtherParametersPass) {
   const Sizes strided = conv(2, 16, 12, 19, 24, 5, 5, 2, 2, 1);
   if (GetParam() == "cpu") {
     expect_passes(s, DType::bf16, {{"OW", 5}, {"KB8", 3}, {"KBB", 3}, {"PB", 2}, {"CBB", 2}, {"ORD", 1}});
+    // 1x1 from staged 16-bit rows, the block's two 9-wide rows tiled as one run (same build).
+    expect_passes(conv(1, 24, 7, 9, 40, 1, 1, 1, 0, 1), DType::bf16,
+                  {{"OW", 5}, {"KB8", 3}, {"KBB", 3}, {"PB", 2}, {"CBB", 2}, {"ORD", 1}});
     expect_passes(strided, DType::fp16, {{"CBB", 1}, {"PB", 7}});
     expect_passes(strided, DType::fp32, {{"OW", 8}, {"KB8", 1}, {"KBB", 1}, {"PB", 1}, {"CBB", 1}});
   } else {
@@ -148,6 +157,18 @@ TEST(Conv2dNchw8cCpu, WrongKernelsAreRejected) {
   // A border tap one column past the row read as an input value instead of zero.
   const EvalResult border = run_edited(s, "col >= 0 && col < W ?", "col >= 0 && col <= W ?");
   EXPECT_FALSE(border.passed()) << describe(border);
+  // Stride 2 (staged rows): the padding column past the row's end staged from the input.
+  const Sizes strided = conv(1, 16, 11, 13, 24, 3, 3, 2, 1, 1);  // reads padded column 13 = W
+  const EvalResult staged_border = run_edited(strided, "if (col >= 0 && col < W)", "if (col >= 0 && col <= W)");
+  EXPECT_FALSE(staged_border.passed()) << describe(staged_border);
+  // Stride 2: every tap read from phase plane 0 (the odd taps' plane offset dropped).
+  const EvalResult phase = run_edited(strided, "toff[t] = (t * dil) % stride * jw + t * dil / stride;",
+                                      "toff[t] = t * dil / stride;");
+  EXPECT_FALSE(phase.passed()) << describe(phase);
+  // 1x1 at stride 1: the block's rows tiled as one run, its last pixel left out.
+  const EvalResult flat = run_edited(conv(1, 16, 7, 9, 24, 1, 1, 1, 0, 1), "rowpix = flat ? pb * Q : Q;",
+                                     "rowpix = flat ? pb * Q - 1 : Q;");
+  EXPECT_FALSE(flat.passed()) << describe(flat);
   // The control: the kernel as shipped, through the same edit path.
   const EvalResult same = run_edited(s, kbb, kbb);
   EXPECT_TRUE(same.passed()) << describe(same);
