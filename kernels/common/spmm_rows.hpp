@@ -10,16 +10,7 @@
 
 #define CW (NV * KF_VW)
 
-// The first row whose cost prefix row_ptr[r] + r reaches `target` (rows 0..M).
-static int first_row_at(const float* row_ptr, int M, double target) {
-  int lo = 0, hi = M;
-  while (lo < hi) {
-    const int mid = (lo + hi) / 2;
-    if ((double)row_ptr[mid] + mid < target) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
+#include "kernels/common/equal_work_rows.hpp"  // first_row_at: equal-work row blocks
 
 // W vectors of row [p0, p1) at column offset j of bcol (B + the strip's first column): UN
 // nonzeros a step, each into its own accumulators.

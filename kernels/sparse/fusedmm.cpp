@@ -27,15 +27,7 @@
 
 #define CW (NV * KF_VW)
 
-static int first_row_at(const float* row_ptr, int M, double target) {
-  int lo = 0, hi = M;
-  while (lo < hi) {
-    const int mid = (lo + hi) / 2;
-    if ((double)row_ptr[mid] + mid < target) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
+#include "kernels/common/equal_work_rows.hpp"  // first_row_at: equal-work row blocks
 
 typedef float fm_v8 __attribute__((vector_size(32)));
 

@@ -198,16 +198,7 @@ static void split_block(bool gcn, const float* row_ptr, const float* col_idx, co
   }
 }
 
-// The first row whose cost prefix row_ptr[r] + r reaches `target` (gnn_aggregate.cpp's split).
-static int first_row_at(const float* row_ptr, int M, double target) {
-  int lo = 0, hi = M;
-  while (lo < hi) {
-    const int mid = (lo + hi) / 2;
-    if ((double)row_ptr[mid] + mid < target) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
+#include "kernels/common/equal_work_rows.hpp"  // first_row_at: equal-work row blocks
 
 static void gnn_adaptive_block(const kf_ctx& ctx, const float* row_ptr, const float* col_idx, const float* H,
                                float* out, int M, int N, int NNZ, float pattern, float kind) {

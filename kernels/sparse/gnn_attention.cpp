@@ -12,15 +12,7 @@
 // VW floats per vector of the scores' dot products (0: the widest).
 #include <cmath>
 
-static int first_row_at(const float* row_ptr, int M, double target) {
-  int lo = 0, hi = M;
-  while (lo < hi) {
-    const int mid = (lo + hi) / 2;
-    if ((double)row_ptr[mid] + mid < target) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
+#include "kernels/common/equal_work_rows.hpp"  // first_row_at: equal-work row blocks
 
 // exp(x) for x <= 0, flushed to 0 below fp32's normal range (x < -87.3): a weight that small is
 // within the bound (gnn_attention_problem.hpp), and a subnormal one would make every multiply-add

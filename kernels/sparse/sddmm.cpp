@@ -6,15 +6,7 @@
 // across the row's nonzeros). The last block writes 0 to the unused entries past row_ptr[M].
 //
 // Parameters (#defines): NV accumulators, VW floats per vector (0: widest), RBLOCKS row blocks.
-static int first_row_at(const float* row_ptr, int M, double target) {
-  int lo = 0, hi = M;
-  while (lo < hi) {
-    const int mid = (lo + hi) / 2;
-    if ((double)row_ptr[mid] + mid < target) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
+#include "kernels/common/equal_work_rows.hpp"  // first_row_at: equal-work row blocks
 
 static inline float dot(const float* a, const float* b, int D) {
   kf_vf acc[NV] = {};
