@@ -53,9 +53,7 @@ EvalResult run_edited(const std::string& problem, const Sizes& s, const std::str
                       Distribution d = Distribution::normal) {
   auto backend = make_backend("cpu");
   EvalRequest req = library_request(problem, "cpu", s);
-  const auto at = req.kernel.source.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) req.kernel.source.replace(at, from.size(), to);
+  test::plant(req, from, to);
   req.verify.thorough = false;
   req.verify.distributions = {d};
   return evaluate(req, *backend);
