@@ -60,7 +60,7 @@ def main():
     print(f"# {args.problem} variants vs scipy (one thread); kforge {args.threads} thread(s), {args.clock} clock; uniform "
           f"pattern, M = K; {args.rounds} rounds x {args.reps} reps; load average {os.getloadavg()[0]:.2f} at start")
     cells = " | ".join(f"{n} ms | scipy / {n} | {n} fastest ms" for n, _, _ in variants)
-    print(f"| M=K | N | sparsity | scipy ms | {cells} |")
+    print(f"| M=K | {'N' if args.problem == 'spmm' else 'D'} | sparsity | scipy ms | {cells} |")
     print("|---:|---:|---:|---:|" + "---:|---|---:|" * len(variants))
     for m in [int(x) for x in args.rows.split(",")]:
         for w in [int(x) for x in args.cols.split(",")]:
