@@ -107,8 +107,9 @@ int main(int argc, char** argv) {
   fmt::print("gnn_aggregate, M = {} nodes, N = {}, {} edges a node; CPU timings on {} thread(s); adaptive {}\n", M, N, degree,
              threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()), chosen_text);
   fmt::print("| graph | kind | edges | gnn_aggregate.cpu ms | CSR-only ms | dense-only ms | edge-parallel-only ms | adaptive ms "
-             "| best fixed / adaptive | load |\n");
-  fmt::print("|---|---|---:|---:|---:|---:|---:|---:|---|---:|\n");
+             "| adaptive SOL% | best fixed / adaptive | load |\n");
+  fmt::print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");
+  const Ceilings roofs = ceilings(*backend);
   for (const auto& graph : graphs) {
     const sparse::Csr a = graph == "mixed" ? mixed_graph(M, degree, 7)
                                            : sparse::generate(sparse::pattern_from_name(graph), M, M, M * degree, 11);
@@ -147,9 +148,14 @@ int main(int argc, char** argv) {
         for (std::size_t i = 1; i + 1 < v.size(); ++i) best_fixed = std::min(best_fixed, v[i].seconds.back());
         ratio.push_back(best_fixed / v.back().seconds.back());
       }
-      fmt::print("| {} | {} | {} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {} | {} |\n", graph, kind == 0 ? "GCN" : "mean",
-                 a.nnz(), median_of(v[0].seconds) * 1e3, median_of(v[1].seconds) * 1e3, median_of(v[2].seconds) * 1e3,
-                 median_of(v[3].seconds) * 1e3, median_of(v[4].seconds) * 1e3, bench::ratio_cell(ratio), bench::load_average());
+      // SOL: the problem's FLOPs and fewest bytes (the structure included) at adaptive's median,
+      // against the roof of the level its bytes fit (hot: the inputs stay in cache between runs).
+      const double sol = roofline(roofs, DType::fp32, problem->flops(sizes), problem->bytes(sizes, DType::fp32),
+                                  median_of(v[4].seconds), 0, /*hot=*/true).sol_fraction;
+      fmt::print("| {} | {} | {} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.1f} | {} | {} |\n", graph,
+                 kind == 0 ? "GCN" : "mean", a.nnz(), median_of(v[0].seconds) * 1e3, median_of(v[1].seconds) * 1e3,
+                 median_of(v[2].seconds) * 1e3, median_of(v[3].seconds) * 1e3, median_of(v[4].seconds) * 1e3, 100 * sol,
+                 bench::ratio_cell(ratio), bench::load_average());
     }
   }
   fmt::print("({} rounds; each round times the five in turn, median of its samples; ratio = the fastest fixed kernel's "

@@ -106,8 +106,9 @@ int main(int argc, char** argv) {
 
   fmt::print("spmm, M = K = {}, N = {}; CPU timings on {} thread(s); adaptive DENSE_PERMILLE={}\n", M, N,
              threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()), at);
-  fmt::print("| matrix | nnz | spmm.cpu ms | CSR-only ms | dense-only ms | adaptive ms | best fixed / adaptive | load |\n");
-  fmt::print("|---|---:|---:|---:|---:|---:|---|---:|\n");
+  fmt::print("| matrix | nnz | spmm.cpu ms | CSR-only ms | dense-only ms | adaptive ms | adaptive SOL% | best fixed / adaptive | load |\n");
+  fmt::print("|---|---:|---:|---:|---:|---:|---:|---|---:|\n");
+  const Ceilings roofs = ceilings(*backend);
   for (const auto& input : inputs) {
     const sparse::Csr& a = input.a;
     const Sizes sizes{{"M", M}, {"K", M}, {"N", N}, {"NNZ", std::max<std::int64_t>(1, a.nnz())}};
@@ -141,9 +142,13 @@ int main(int argc, char** argv) {
       const double best_fixed = std::min({v[0].seconds.back(), v[1].seconds.back(), v[2].seconds.back()});
       ratio.push_back(best_fixed / v[3].seconds.back());
     }
-    fmt::print("| {} | {} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {} | {} |\n", input.name, a.nnz(),
+    // SOL: the problem's FLOPs and fewest bytes (the structure included) at adaptive's median,
+    // against the roof of the level its bytes fit (hot: the inputs stay in cache between runs).
+    const double sol = roofline(roofs, DType::fp32, problem->flops(sizes), problem->bytes(sizes, DType::fp32),
+                                median_of(v[3].seconds), 0, /*hot=*/true).sol_fraction;
+    fmt::print("| {} | {} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.1f} | {} | {} |\n", input.name, a.nnz(),
                median_of(v[0].seconds) * 1e3, median_of(v[1].seconds) * 1e3, median_of(v[2].seconds) * 1e3,
-               median_of(v[3].seconds) * 1e3, bench::ratio_cell(ratio), bench::load_average());
+               median_of(v[3].seconds) * 1e3, 100 * sol, bench::ratio_cell(ratio), bench::load_average());
   }
   fmt::print("({} rounds; each round times the four in turn, median of its samples; ratio = the fastest fixed "
              "kernel's time / adaptive's, per round, median (min..max): > 1 adaptive beats every fixed kernel; "

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Variants of kforge's cpu spmm kernel beside scipy.sparse, interleaved round by round.
+"""Variants of kforge's cpu spmm (or sddmm) kernel beside scipy.sparse, interleaved round by round.
 
 Each variant is NAME=SPEC[:P=V,P=V]: SPEC a kernel spec JSON on disk (its source beside it), or
 empty for the library kernel; P=V parameters instead of the spec's defaults. Per shape and round
@@ -13,6 +13,9 @@ spmm_vs_scipy.py); --clock wall for more than one thread.
 
   git show <commit>:kernels/sparse/spmm.cpp > /tmp/old/spmm.cpp   # and spmm_cpu.json beside it
   python3 bench/spmm_variants.py --rows 4096 --cols 256 old=/tmp/old/spmm_cpu.json new= nv4=:NV=4
+
+--problem sddmm runs sddmm's kernel the same way (the peer: numpy's gather + einsum, as
+spmm_vs_scipy.py; --cols is then D).
 """
 import argparse
 import json
@@ -30,6 +33,7 @@ import spmm_vs_scipy  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--problem", choices=["spmm", "sddmm"], default="spmm")
     ap.add_argument("--rows", default="4096", help="M = K")
     ap.add_argument("--cols", default="256", help="N")
     ap.add_argument("--sparsity", default="0.7,0.9,0.99")
@@ -53,10 +57,10 @@ def main():
         name, rest = v.split("=", 1)
         spec, _, params = rest.partition(":")
         variants.append((name, spec, [p for p in params.split(",") if p]))
-    print(f"# spmm variants vs scipy (one thread); kforge {args.threads} thread(s), {args.clock} clock; uniform "
+    print(f"# {args.problem} variants vs scipy (one thread); kforge {args.threads} thread(s), {args.clock} clock; uniform "
           f"pattern, M = K; {args.rounds} rounds x {args.reps} reps; load average {os.getloadavg()[0]:.2f} at start")
     cells = " | ".join(f"{n} ms | scipy / {n} | {n} fastest ms" for n, _, _ in variants)
-    print(f"| M=K | N | sparsity | scipy ms | {cells} |")
+    print(f"| M=K | {'N' if args.problem == 'spmm' else 'D'} | sparsity | scipy ms | {cells} |")
     print("|---:|---:|---:|---:|" + "---:|---|---:|" * len(variants))
     for m in [int(x) for x in args.rows.split(",")]:
         for w in [int(x) for x in args.cols.split(",")]:
@@ -68,7 +72,7 @@ def main():
                 with tempfile.TemporaryDirectory(prefix="kforge-spmm-") as folder:
                     for r in range(args.rounds):
                         for i, (name, spec, params) in enumerate(variants):
-                            cmd = [runner, "--m", str(m), "--k", str(m), "--w", str(w), "--nnz", str(nnz),
+                            cmd = [runner, "--problem", args.problem, "--m", str(m), "--k", str(m), "--w", str(w), "--nnz", str(nnz),
                                    "--reps", str(args.reps), "--threads", str(args.threads)]
                             if spec:
                                 cmd += ["--spec", spec]
@@ -82,7 +86,7 @@ def main():
                             res = json.loads(out.stdout.strip().splitlines()[-1])
                             times[name].append(statistics.median(res[key]))
                             fastest[name] = min(fastest[name], min(res[key]))
-                        secs, err = spmm_vs_scipy.peer("spmm", folder, m, m, w, args.reps, timer)
+                        secs, err = spmm_vs_scipy.peer(args.problem, folder, m, m, w, args.reps, timer)
                         if err > 1e-4:
                             raise SystemExit(f"M={m} N={w} sparsity {s}: scipy and kforge differ (relative {err:.3g})")
                         peer.append(secs)

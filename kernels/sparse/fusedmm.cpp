@@ -4,11 +4,12 @@
 // block's share, by binary search, as spmm.cpp). A row goes in chunks of CH nonzeros, two phases
 // a chunk, the sampled values never beyond a CH-float array on the stack:
 //
-// - dots, 8 nonzeros at a time: 8 accumulators of one vector each, every load of X's row (from
-//   L1) feeding 8 FMAs with 8 neighbours' rows of Y, then the 8 vectors reduced into one vector
-//   of 8 dot products by a shuffle tree (14 shuffles and 7 adds for 8 dots, where summing each
-//   dot's lanes one at a time costs about 8 dependent adds per dot: at D = 32 that scalar sum
-//   cost more than the dot's 4 FMAs). D % KF_VW columns are added scalar, then the op.
+// - dots, 8 nonzeros at a time (kernels/common/dot8.hpp, shared with sddmm.cpu): 8
+//   accumulators of one vector each, every load of X's row (from L1) feeding 8 FMAs with 8
+//   neighbours' rows of Y, then the 8 vectors reduced into one vector of 8 dot products by a
+//   shuffle tree (14 shuffles and 7 adds for 8 dots, where summing each dot's lanes one at a
+//   time costs about 8 dependent adds per dot: at D = 32 that scalar sum cost more than the
+//   dot's 4 FMAs). D % KF_VW columns are added scalar, then the op.
 //   PD > 0 prefetches the rows of Y of the nonzeros PD ahead (into the block's next rows).
 // - update: spmm.cpu's register tile: CW = NV * KF_VW columns of the output row in registers
 //   over the chunk's nonzeros, acc += w_i * Z[c_i, j:j+CW] (PD > 0 and Z another buffer than Y:
@@ -28,32 +29,7 @@
 #define CW (NV * KF_VW)
 
 #include "kernels/common/equal_work_rows.hpp"  // first_row_at: equal-work row blocks
-
-typedef float fm_v8 __attribute__((vector_size(32)));
-
-// 8 vectors into one of 8 sums: lane i of the result = the sum of a[i]'s lanes.
-static inline fm_v8 sum8(const kf_vf a[8]) {
-  fm_v8 h[8];
-  for (int i = 0; i < 8; ++i) {
-#if KF_VW == 16
-    h[i] = __builtin_shufflevector(a[i], a[i], 0, 1, 2, 3, 4, 5, 6, 7) +
-           __builtin_shufflevector(a[i], a[i], 8, 9, 10, 11, 12, 13, 14, 15);
-#elif KF_VW == 8
-    h[i] = a[i];
-#else
-#error "fusedmm.cpu: VW must be 8 or 16"
-#endif
-  }
-  fm_v8 t[4], u[2];
-  for (int i = 0; i < 4; ++i)  // [a0+a1, b0+b1, a2+a3, b2+b3, ...] for a, b = h[2i], h[2i+1]
-    t[i] = __builtin_shufflevector(h[2 * i], h[2 * i + 1], 0, 8, 2, 10, 4, 12, 6, 14) +
-           __builtin_shufflevector(h[2 * i], h[2 * i + 1], 1, 9, 3, 11, 5, 13, 7, 15);
-  for (int i = 0; i < 2; ++i)  // [a0123, b, c, d, a4567, b, c, d]
-    u[i] = __builtin_shufflevector(t[2 * i], t[2 * i + 1], 0, 1, 8, 9, 4, 5, 12, 13) +
-           __builtin_shufflevector(t[2 * i], t[2 * i + 1], 2, 3, 10, 11, 6, 7, 14, 15);
-  return __builtin_shufflevector(u[0], u[1], 0, 1, 2, 3, 8, 9, 10, 11) +
-         __builtin_shufflevector(u[0], u[1], 4, 5, 6, 7, 12, 13, 14, 15);
-}
+#include "kernels/common/dot8.hpp"             // dot8: 8 dot products, one shuffle-tree sum (sddmm.cpu's too)
 
 // w[0:n] = op(x · Y[c_i]) for the n <= CH nonzeros at col, 8 at a time (a short last group
 // repeats its first column; those sums are not kept).
@@ -70,13 +46,8 @@ static inline void dots(const float* x, const float* col, int n, const float* Y,
       for (int l = 0; l < D * 4; l += 64) __builtin_prefetch(yn + l, 0, 3);
     }
 #endif
-    kf_vf acc[8] = {};
-    int d = 0;
-    for (; d + KF_VW <= D; d += KF_VW) {
-      const kf_vf xv = kf_load(x + d);
-      for (int i = 0; i < 8; ++i) acc[i] += xv * kf_load(y[i] + d);
-    }
-    const fm_v8 sums = sum8(acc);
+    const dot8_sums sums = dot8(x, y, D);
+    const int d = D - D % KF_VW;
     if (d == D && !sigmoid) {  // no tail, no op: the 8 sums are the sampled values (w has CH >= g + 8)
       __builtin_memcpy(w + g, &sums, sizeof sums);
       continue;

@@ -1,24 +1,36 @@
 // sddmm for the cpu backend: out[p] = A[r, :] . B[col_idx[p], :] for each nonzero p of row r.
 //
 // Grid: RBLOCKS row blocks of equal work (rows whose cost prefix row_ptr[r] + r falls in the
-// block's share, by binary search on row_ptr, as spmm.cpp). Each nonzero is one dot product of
-// length D, vectorized with NV independent accumulators of VW floats (the row of A stays in L1
-// across the row's nonzeros). The last block writes 0 to the unused entries past row_ptr[M].
+// block's share, by binary search on row_ptr, as spmm.cpp). A row's nonzeros go 8 at a time
+// through fusedmm.cpu's dot phase (kernels/common/dot8.hpp: 8 one-vector accumulators, each
+// load of A's row, from L1, feeding 8 FMAs with 8 neighbours' rows of B, then one shuffle tree
+// to a vector of the 8 dots, stored as it is when the group is whole and D a multiple of the
+// vector), so kforge's sddmm followed by its spmm is as fast as fusedmm's dot phase and the
+// fused/unfused comparison (bench/fusedmm_vs_unfused) measures the fusion alone. D % KF_VW
+// columns are added scalar; a short last group repeats its first column (those sums are not
+// kept). The last block writes 0 to the unused entries past row_ptr[M].
 //
-// Parameters (#defines): NV accumulators, VW floats per vector (0: widest), RBLOCKS row blocks.
+// Parameters (#defines): VW floats per vector (0: widest), RBLOCKS row blocks.
 #include "kernels/common/equal_work_rows.hpp"  // first_row_at: equal-work row blocks
+#include "kernels/common/dot8.hpp"             // dot8: 8 dot products, one shuffle-tree sum
 
-static inline float dot(const float* a, const float* b, int D) {
-  kf_vf acc[NV] = {};
-  int d = 0;
-  for (; d + NV * KF_VW <= D; d += NV * KF_VW)
-    for (int v = 0; v < NV; ++v) acc[v] += kf_load(a + d + v * KF_VW) * kf_load(b + d + v * KF_VW);
-  for (; d + KF_VW <= D; d += KF_VW) acc[0] += kf_load(a + d) * kf_load(b + d);
-  for (int v = 1; v < NV; ++v) acc[0] += acc[v];
-  float s = 0;
-  for (int l = 0; l < KF_VW; ++l) s += acc[0][l];
-  for (; d < D; ++d) s += a[d] * b[d];
-  return s;
+// o[0:n] = a · B[col[i]] for the n <= 8 nonzeros at col.
+static inline void dots(const float* a, const float* col, int n, const float* B, int D, float* o) {
+  const float* y[8];
+  for (int i = 0; i < 8; ++i) y[i] = B + (long long)(int)col[i < n ? i : 0] * D;
+  const dot8_sums sums = dot8(a, y, D);
+  const int d = D - D % KF_VW;
+  if (n == 8 && d == D) {  // a whole group, no tail: the 8 sums are the 8 outputs
+    __builtin_memcpy(o, &sums, sizeof sums);
+    return;
+  }
+  float s[8];
+  __builtin_memcpy(s, &sums, sizeof s);
+  for (int i = 0; i < n; ++i) {
+    float t = s[i];
+    for (int e = d; e < D; ++e) t += a[e] * y[i][e];
+    o[i] = t;
+  }
 }
 
 static void sddmm_block(const kf_ctx& ctx, const float* row_ptr, const float* col_idx, const float* A,
@@ -30,8 +42,9 @@ static void sddmm_block(const kf_ctx& ctx, const float* row_ptr, const float* co
   const int r1 = b == nb - 1 ? M : first_row_at(row_ptr, M, total * (b + 1) / nb);
   for (int r = r0; r < r1; ++r) {
     const float* a = A + (long long)r * D;
-    for (int p = (int)row_ptr[r]; p < (int)row_ptr[r + 1]; ++p)
-      out[p] = dot(a, B + (long long)(int)col_idx[p] * D, D);
+    const int p1 = (int)row_ptr[r + 1];
+    for (int p = (int)row_ptr[r]; p < p1; p += 8)
+      dots(a, col_idx + p, p1 - p < 8 ? p1 - p : 8, B, D, out + p);
   }
   if (b == nb - 1)
     for (int p = (int)row_ptr[M]; p < NNZ; ++p) out[p] = 0;

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kforge/backend.hpp"
 #include "kforge/error.hpp"
@@ -309,12 +311,37 @@ TEST(SparseCpu, SpmmTwoDimensionalTilesKeepRowsWhoseColumnsDescend) {
     ASSERT_NEAR(got[e], ref[0][e], 1e-5 * mag[0][e] + 1e-30) << "C[" << e << "]";
 }
 
+// sddmm.cpu takes a row's nonzeros 8 at a time (kernels/common/dot8.hpp): D = 45 is 5 vectors
+// and 5 scalar columns at VW = 8 (2 and 13 at VW = 16), D = 32 none (whole groups stored as one
+// vector); ~11 nonzeros a row make a whole group and a short one, power-law rows and the dense
+// row many groups, empty rows none. The protocol poisons out, so an output left unwritten fails.
 TEST(SparseCpu, SddmmPassesEveryPatternAtOddShapes) {
   auto backend = make_backend("cpu");
-  every_pattern("sddmm", *backend, {37, 53, 45, 400, {{"NV", 2}, {"VW", 8}, {"RBLOCKS", 5}}});
+  every_pattern("sddmm", *backend, {37, 53, 45, 400, {{"VW", 8}, {"RBLOCKS", 5}}});
+  every_pattern("sddmm", *backend, {41, 67, 32, 700, {{"VW", 8}, {"RBLOCKS", 4}}});
+  expect_passes("sddmm", *backend, {37, 53, 45, 400, {{"VW", 16}, {"RBLOCKS", 5}}}, 2);
   expect_passes("sddmm", *backend, {1, 1, 1, 1, {}});
   expect_passes("sddmm", *backend, {29, 31, 70, 1, {}});
   expect_passes("sddmm", *backend, {13, 17, 3, 2000, {{"RBLOCKS", 64}}});  // NNZ past M*K: zeros written
+  expect_passes("sddmm", *backend, {19, 23, 8, 437, {}});                  // every row dense: 2 whole groups + 7
+}
+
+// Planted errors in the 8-dot path must be rejected: a lane of the shared shuffle tree taken
+// from the wrong group member (kernels/common/dot8.hpp), the scalar tail of D losing its last
+// column, and a short group's last output left unwritten.
+TEST(SparseCpu, SddmmPlantedErrorsAreRejected) {
+  auto backend = make_backend("cpu");
+  const std::vector<std::pair<std::string, std::string>> plants = {
+      {"4, 5, 6, 7, 12, 13, 14, 15);", "4, 5, 6, 7, 8, 9, 10, 11);"},
+      {"for (int e = d; e < D; ++e)", "for (int e = d; e + 1 < D; ++e)"},
+      {"for (int i = 0; i < n; ++i) {", "for (int i = 0; i + 1 < n; ++i) {"}};
+  for (const auto& [from, to] : plants) {
+    EvalRequest req = test::library_request("sddmm", "cpu", {{"M", 31}, {"K", 37}, {"D", 19}, {"NNZ", 400}});
+    test::plant(req, from, to);
+    req.verify.trials = 2;
+    const EvalResult r = evaluate(req, *backend);
+    EXPECT_EQ(r.disposition, Disposition::incorrect) << to << ": " << r.error;
+  }
 }
 
 TEST(SparseOpenCl, SpmmAndSddmmPassEveryPattern) {
