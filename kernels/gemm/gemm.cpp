@@ -301,9 +301,12 @@ static inline int slice_depth(int K) {
 //      slice) to a per-thread scratch tile in L1 instead of C, and C is not prefetched
 //   4  L1 panels: every tile multiplies A's panel 0 by B's panel 0 (22 KiB, L1-resident)
 //   8  L2 panels: B's panel index modulo 8 (a 128 KiB window of the slice, L2-resident)
+//  16  as 1, for A only;  32  as 1, for B only
 #ifndef KF_ABLATE
 #define KF_ABLATE 0
 #endif
+#define KF_SKIP_PACK_A (KF_ABLATE & 17)
+#define KF_SKIP_PACK_B (KF_ABLATE & 33)
 #if KF_ABLATE && (defined(KF_DTYPE_FP16) || defined(KF_DTYPE_BF16))
 #error "KF_ABLATE: fp32 only"
 #endif
@@ -331,7 +334,7 @@ static void gemm_block(const kf_ctx& ctx, const T* A, const T* B, T* C, int M, i
     const unsigned key_b = pack_b_dot(B, N, k0, kc, n0, nc, Bq);
 #else
     Bp = scratch_floats(0, kc * b_panels * NR);
-#if KF_ABLATE & 1
+#if KF_SKIP_PACK_A || KF_SKIP_PACK_B
     // This thread's panels hold real values once it has packed them at these addresses and sizes
     // (a later shape grows the scratch: packed again). Its first sub-block's A panels stand in
     // for every sub-block's.
@@ -341,6 +344,8 @@ static void gemm_block(const kf_ctx& ctx, const T* A, const T* B, T* C, int M, i
     const float* const a_now = scratch_floats(1, kc * a_panels * MR);
     const bool pack_now = Bp != packed_b || a_now != packed_a || slice_n != packed_n;
     packed_b = Bp, packed_a = a_now, packed_n = slice_n;
+#endif
+#if KF_SKIP_PACK_B
     if (pack_now)
 #endif
       pack_b(B, N, k0, kc, n0, nc, Bp);
@@ -371,11 +376,11 @@ static void gemm_block(const kf_ctx& ctx, const T* A, const T* B, T* C, int M, i
 #if KF_UNPACKED_A
       // Rows read in place (full panels; a last, partial one is packed), or all packed.
       const int full = unpacked ? mc / MR * MR : 0;
-#if KF_ABLATE & 1
+#if KF_SKIP_PACK_A
       if (pack_now && m0 == run.r0)
 #endif
         if (full < mc) pack_a(A, K, m0 + full, mc - full, k0, kc, Ap + (long long)(full / MR) * kc * MR);
-#elif KF_ABLATE & 1
+#elif KF_SKIP_PACK_A
       if (pack_now && m0 == run.r0) pack_a(A, K, m0, mc, k0, kc, Ap);
 #else
       pack_a(A, K, m0, mc, k0, kc, Ap);
