@@ -10,7 +10,7 @@
 //       full: "no packing:KF_ABLATE=1" "no C:KF_ABLATE=2"
 //
 // A variant is LABEL:NAME=VALUE,... where a NAME the kernel's spec has is a parameter over its
-// defaults (checked against its values) and any other NAME a plain define. A round's figure is
+// defaults (checked against its values) and a NAME starting KF_ a plain define. A round's figure is
 // the median of at least --min-calls calls and 0.2 s. With --threads 1 the clock is the calling
 // thread's CPU time (the launch runs on it), which a loaded host disturbs far less than wall
 // time, and "of peak" is against the one-thread peak; with more threads it is wall time.
@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -117,8 +118,11 @@ int main(int argc, char** argv) {
           const bool is_param = std::any_of(spec.params.begin(), spec.params.end(), [&](const auto& p) { return p.name == k; });
           if (is_param)
             over[k] = v;
-          else
+          else if (k.rfind("KF_", 0) == 0)  // a define the kernel reads (KF_ABLATE): no typo check possible
             extra.emplace_back(k, std::to_string(v));
+          else
+            throw UsageError("variant '" + text + "': " + k + " is neither a parameter of " + spec.name +
+                             " nor a KF_ define (KF_ABLATE=N)");
         }
       const ParamValues params = spec.resolve(over);
       if (const auto why = spec.check(params, sizes)) throw UsageError("variant '" + text + "': " + *why);
@@ -185,6 +189,9 @@ int main(int argc, char** argv) {
                t_peak * 1e3, load_average());
   } catch (const UsageError& e) {
     fmt::print(stderr, "kernel_phases: {}\n", e.what());
+    return 2;
+  } catch (const std::invalid_argument& e) {  // std::stod / stoll on a value that is not a number
+    fmt::print(stderr, "kernel_phases: a value is not a number ({}): give NAME=NUMBER\n", e.what());
     return 2;
   }
   return 0;
