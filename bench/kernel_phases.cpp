@@ -190,6 +190,9 @@ int main(int argc, char** argv) {
   } catch (const UsageError& e) {
     fmt::print(stderr, "kernel_phases: {}\n", e.what());
     return 2;
+  } catch (const CompileError& e) {  // a variant's defines that the kernel does not compile with
+    fmt::print(stderr, "kernel_phases: {}\n", e.what());
+    return 1;
   } catch (const std::invalid_argument& e) {  // std::stod / stoll on a value that is not a number
     fmt::print(stderr, "kernel_phases: a value is not a number ({}): give NAME=NUMBER\n", e.what());
     return 2;
