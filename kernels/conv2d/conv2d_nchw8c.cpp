@@ -66,6 +66,21 @@ struct View {
   int Wi;  // a tile reading columns below this is interior: W, or no limit for a 1x1 run (flat)
 };
 
+// KF_ABLATE (not a spec parameter; 0, the default, compiles all of this away): phases taken out
+// to measure what each costs (bench/kernel_phases, issue 25). The results are then wrong on
+// purpose; fp32 only. Bits:
+//   1  no partial-sum traffic: tiles start from zero and are stored to a per-thread scratch
+//      tile in L1 instead of y (same store instructions)
+//   2  L1 input: every tile reads the block's first pixels of channel block 0 (the same lines)
+//   8  strided 1x1 staged: a 1x1 at stride > 1 takes the staged path (rows copied per block)
+//  16  with 8: a thread stages its rows the first time (at these sizes) and never again
+#ifndef KF_ABLATE
+#define KF_ABLATE 0
+#endif
+#if KF_ABLATE && KF_SIXTEEN
+#error "KF_ABLATE: fp32 only"
+#endif
+
 // One value broadcast to the 8 lanes: one load instruction (vbroadcastss), where `vf{} + v`
 // costs an add and a shuffle.
 static inline __attribute__((always_inline)) vf bcast(const float* p) {
@@ -113,7 +128,12 @@ static inline void reduce(const View& v, vf acc[KB8][OW], const int* kmap, int k
   for (int cb = cb0; cb < cb1; ++cb)
     for (int r = r0; r < r1; ++r) {
       const long long xrowlen = MODE == 2 ? v.xrowlen : (long long)W * XB;  // unstaged: as before
+#if KF_ABLATE & 2
+      const float* xrow = v.xf;
+      q0 = 0, (void)h0;
+#else
       const float* xrow = v.xf + ((long long)cb * v.xrows + h0 + r * dil - v.hlo) * xrowlen;
+#endif
       const float* wb[KB8];
 #pragma GCC unroll 8
       for (int b = 0; b < KB8; ++b) wb[b] = v.wf + (kb + kmap[b]) * wks + ((long long)cb * v.RS + r * S) * XB * 8;
@@ -155,7 +175,15 @@ static void tile(const View& v, int kb, int kbb, int pl, int cb0, int cb1, bool 
 #pragma GCC unroll 8
   for (int b = 0; b < KB8; ++b)
 #pragma GCC unroll 8
-    for (int j = 0; j < NP; ++j) acc[b][j] = first || b >= kuse ? vf{} : *(const vf_unaligned*)(yt + b * v.ykp + j * 8);
+    for (int j = 0; j < NP; ++j)
+      acc[b][j] = first || b >= kuse || (KF_ABLATE & 1) ? vf{} : *(const vf_unaligned*)(yt + b * v.ykp + j * 8);
+#if KF_ABLATE & 1
+  (void)yt;
+  yt = (float*)scratch(4, 4ll * KB8 * OW * 8);
+  const long long ykp = OW * 8;
+#else
+  const long long ykp = v.ykp;
+#endif
   const int vlo = q0 * stride - pad, vhi = (q0 + NP - 1) * stride - pad + (v.S - 1) * dil;
   if constexpr (STAGED)
     reduce<NP, 2>(v, acc, kmap, kb, cb0, cb1, h0, r0, r1, q0, stride, pad, dil);
@@ -167,7 +195,7 @@ static void tile(const View& v, int kb, int kbb, int pl, int cb0, int cb1, bool 
   for (int b = 0; b < KB8; ++b)
     if (b < kuse)
 #pragma GCC unroll 8
-      for (int j = 0; j < NP; ++j) *(vf_unaligned*)(yt + b * v.ykp + j * 8) = acc[b][j];
+      for (int j = 0; j < NP; ++j) *(vf_unaligned*)(yt + b * ykp + j * 8) = acc[b][j];
 }
 
 // A tile of np <= OW pixels: the instantiation with exactly that many.
@@ -225,6 +253,14 @@ __attribute__((noinline)) static void block_body(const kf_ctx& ctx, const T* x, 
     unsigned phases = 0;  // bit ph: some tap reads plane ph (stride <= 32 here; else all)
     for (int t = 0; t < S; ++t) phases |= stride > 32 ? ~0u : 1u << ((t * dil) % stride);
     float* xs = (float*)scratch(0, 4ll * CB * xrows * xrowlen);
+#if KF_ABLATE & 16
+    // Staged once per thread (the same address and size since): the copy left out.
+    static thread_local const float* staged_at = nullptr;
+    static thread_local long long staged_n = 0;
+    const bool stage_now = xs != staged_at || CB * xrows * xrowlen != staged_n;
+    staged_at = xs, staged_n = CB * xrows * xrowlen;
+    if (stage_now)
+#endif
     for (int cb = 0; cb < CB; ++cb)
       for (int h = hlo; h < hhi; ++h) {
         if (!need[h - hlo]) continue;
@@ -317,7 +353,7 @@ static void conv2d_nchw8c_block(const kf_ctx& ctx, const T* x, const T* w, T* y,
   // storage (converted once). Not a strided 1x1: each staged value would feed only the block's
   // KBB*8 filters, and the copy (x from L3, redone by every filter block of the pool) cost more
   // than the per-pixel pointers it saves (conv3_1 1x1/2: 1.1-1.8x slower at the defaults).
-  if (KF_SIXTEEN || (stride > 1 && R * S > 1))
+  if (KF_SIXTEEN || (stride > 1 && (R * S > 1 || (KF_ABLATE & 8))))
     block_body<true>(ctx, x, w, y, C, H, W, K, R, S, stride, pad, dil);
 #if !KF_SIXTEEN
   else

@@ -292,6 +292,25 @@ static inline int slice_depth(int K) {
   return (even + 7) / 8 * 8;  // <= KC: KC is a multiple of 8
 }
 
+// KF_ABLATE (not a spec parameter; 0, the default, compiles all of this away): phases taken out
+// to measure what each costs (bench/gemm_phases, issue 25). The results are then wrong on
+// purpose; only the fp32 path has the hooks. Bits:
+//   1  no packing: a thread packs B's slice and A's block the first time it runs a block and
+//      never again; every later product reads those panels (same sizes, same cache levels)
+//   2  no C traffic: tiles are stored (same instructions, read-modify-write after the first
+//      slice) to a per-thread scratch tile in L1 instead of C, and C is not prefetched
+//   4  L1 panels: every tile multiplies A's panel 0 by B's panel 0 (22 KiB, L1-resident)
+//   8  L2 panels: B's panel index modulo 8 (a 128 KiB window of the slice, L2-resident)
+//  16  as 1, for A only;  32  as 1, for B only
+#ifndef KF_ABLATE
+#define KF_ABLATE 0
+#endif
+#define KF_SKIP_PACK_A (KF_ABLATE & 17)
+#define KF_SKIP_PACK_B (KF_ABLATE & 33)
+#if KF_ABLATE && (defined(KF_DTYPE_FP16) || defined(KF_DTYPE_BF16))
+#error "KF_ABLATE: fp32 only"
+#endif
+
 static void gemm_block(const kf_ctx& ctx, const T* A, const T* B, T* C, int M, int N, int K,
                        float alpha, float beta) {
   const RowRun run = row_run(ctx, M);
@@ -315,7 +334,21 @@ static void gemm_block(const kf_ctx& ctx, const T* A, const T* B, T* C, int M, i
     const unsigned key_b = pack_b_dot(B, N, k0, kc, n0, nc, Bq);
 #else
     Bp = scratch_floats(0, kc * b_panels * NR);
-    pack_b(B, N, k0, kc, n0, nc, Bp);
+#if KF_SKIP_PACK_A || KF_SKIP_PACK_B
+    // This thread's panels hold real values once it has packed them at these addresses and sizes
+    // (a later shape grows the scratch: packed again). Its first sub-block's A panels stand in
+    // for every sub-block's.
+    static thread_local const float *packed_b = nullptr, *packed_a = nullptr;
+    static thread_local long long packed_n = 0;
+    const long long slice_n = kc * b_panels * NR + ((long long)kc << 40);
+    const float* const a_now = scratch_floats(1, kc * a_panels * MR);
+    const bool pack_now = Bp != packed_b || a_now != packed_a || slice_n != packed_n;
+    packed_b = Bp, packed_a = a_now, packed_n = slice_n;
+#endif
+#if KF_SKIP_PACK_B
+    if (pack_now)
+#endif
+      pack_b(B, N, k0, kc, n0, nc, Bp);
 #endif
     for (int m0 = run.r0; m0 < run.r1; m0 += MC) {
       const int mc = run.r1 - m0 < MC ? run.r1 - m0 : MC;
@@ -343,15 +376,25 @@ static void gemm_block(const kf_ctx& ctx, const T* A, const T* B, T* C, int M, i
 #if KF_UNPACKED_A
       // Rows read in place (full panels; a last, partial one is packed), or all packed.
       const int full = unpacked ? mc / MR * MR : 0;
-      if (full < mc) pack_a(A, K, m0 + full, mc - full, k0, kc, Ap + (long long)(full / MR) * kc * MR);
+#if KF_SKIP_PACK_A
+      if (pack_now && m0 == run.r0)
+#endif
+        if (full < mc) pack_a(A, K, m0 + full, mc - full, k0, kc, Ap + (long long)(full / MR) * kc * MR);
+#elif KF_SKIP_PACK_A
+      if (pack_now && m0 == run.r0) pack_a(A, K, m0, mc, k0, kc, Ap);
 #else
       pack_a(A, K, m0, mc, k0, kc, Ap);
 #endif
       KF_FOR_TILES(mc, nc) {
         vf acc[MR][NV];
-#ifndef KF_WIDE_PARTIALS
+#if !defined(KF_WIDE_PARTIALS) && !(KF_ABLATE & 2)
         prefetch_tile(C + (long long)(m0 + i0) * N + n0 + j0, N, mc - i0 < MR ? mc - i0 : MR);
 #endif
+#if KF_ABLATE & 4
+        micro_kernel(kc, Ap, Bp, acc);
+#elif KF_ABLATE & 8
+        micro_kernel(kc, Ap + (long long)(i0 / MR) * kc * MR, Bp + (long long)(j0 / NR % 8) * kc * NR, acc);
+#else
 #if KF_UNPACKED_A
         if (i0 < full)
           micro_kernel_rows(kc, A + (long long)(m0 + i0) * K + k0, K, Bp + (long long)(j0 / NR) * kc * NR, acc,
@@ -361,9 +404,12 @@ static void gemm_block(const kf_ctx& ctx, const T* A, const T* B, T* C, int M, i
 #else
         micro_kernel(kc, Ap + (long long)(i0 / MR) * kc * MR, Bp + (long long)(j0 / NR) * kc * NR, acc);
 #endif
+#endif  // KF_ABLATE & 4, 8
         const int rows = mc - i0 < MR ? mc - i0 : MR, cols = nc - j0 < NR ? nc - j0 : NR;
 #ifdef KF_WIDE_PARTIALS
         add_partials(P + (long long)(m0 - run.r0 + i0) * nc + j0, nc, rows, cols, acc, k0 == 0);
+#elif KF_ABLATE & 2
+        store_tile(scratch_floats(5, MR * NR), NR, rows, cols, acc, alpha, beta, k0 == 0);
 #else
         store_tile(C + (long long)(m0 + i0) * N + n0 + j0, N, rows, cols, acc, alpha, beta, k0 == 0);
 #endif

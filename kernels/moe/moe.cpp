@@ -118,13 +118,28 @@ struct Out {
   int K, F, cols;
 };
 
+// KF_ABLATE (not a spec parameter; 0, the default, compiles all of this away): phases taken out
+// to measure what each costs (bench/kernel_phases, issue 25). The results are then wrong on
+// purpose. Bits:
+//   1  no W packing: a thread packs a W slice the first time (at these sizes) and never again
+//   2  no A gather: the same for the X rows' A panels (its first group's stand in for all)
+//   4  no Y combine: tiles are added (same instructions) to a per-thread scratch tile in L1
+//      instead of Y's rows, and Y is not prefetched
+//   8  no W prefetch (the next slice's lines, spread over the tiles)
+//  16  L1 panels: every tile multiplies A's panel 0 by B's panel 0 (L1-resident)
+#ifndef KF_ABLATE
+#define KF_ABLATE 0
+#endif
+
 // One M x NR tile (M <= MR rows of the packed A panel ap, the B panel b) over a kc-long slice,
 // added, gated, to Y.
 template <int M>
 static void tile(int kc, const float* __restrict ap, const float* __restrict b, const Out& o, Prefetch& pf,
                  int lines) {
+#if !(KF_ABLATE & 4)
   for (int i = 0; i < M; ++i)  // the rows of Y this tile adds to, fetched while it computes
     for (int j = 0; j < NR; j += 16) __builtin_prefetch(o.y + (long long)(o.pair[i] / o.K) * o.F + j, 1, 3);
+#endif
   vf c[M][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < M; ++i)
@@ -153,7 +168,11 @@ static void tile(int kc, const float* __restrict ap, const float* __restrict b, 
   for (int i = 0; i < M; ++i) {  // combine: this block owns these Y elements
     const int pr = o.pair[i];
     const float g = o.gate[pr];
+#if KF_ABLATE & 4
+    float* y = (float*)scratch(3, MR * NR * sizeof(float)) + i * NR;
+#else
     float* y = o.y + (long long)(pr / o.K) * o.F;
+#endif
     if (o.cols == NR) {
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) *(vf_unaligned*)(y + v * VW) += g * c[i][v];
@@ -231,23 +250,44 @@ static void moe_block(const kf_ctx& ctx, const float* X, const float* ids, const
     const Step nx = next_step(s, offsets, E, H);
     const int rows = offsets[s.e + 1] - offsets[s.e];
     const int kc = H - s.k0 < KC ? H - s.k0 : KC;
-    pack_b(W + (long long)s.e * H * F, F, s.k0, kc, n0, nc, Bp);
+#if KF_ABLATE & 3
+    // This thread's panels hold real values once it has packed them at these addresses and sizes.
+    static thread_local const float *packed_b = nullptr, *packed_a = nullptr;
+    static thread_local long long packed_n = 0;
+    const long long packed_now = (long long)kc << 32 | nc;
+    const bool first = Bp != packed_b || Ap != packed_a || packed_now != packed_n;
+    packed_b = Bp, packed_a = Ap, packed_n = packed_now;
+#endif
+#if KF_ABLATE & 1
+    if (first)
+#endif
+      pack_b(W + (long long)s.e * H * F, F, s.k0, kc, n0, nc, Bp);
     const int nx_kc = nx.e < E ? (H - nx.k0 < KC ? H - nx.k0 : KC) : 0;
     Prefetch pf{(const char*)(nx.e < E ? W + ((long long)nx.e * H + nx.k0) * F + n0 : W), (long long)F * 4,
                 nc * 4 + 63, 0, nx_kc};
+#if KF_ABLATE & 8
+    pf.rows = 0;
+#endif
     int lines = nx_kc * ((nc * 4 + 63) / 64 + 1), tiles = (rows + MR - 1) / MR * (ldc / NR);
     for (int g0 = 0; g0 < rows; g0 += MC) {
       const int mc = rows - g0 < MC ? rows - g0 : MC;
       const int* grp = pair + offsets[s.e] + g0;
-      pack_a(X, H, K, grp, mc, s.k0, kc, Ap);
+#if KF_ABLATE & 2
+      if (first && g0 == 0)
+#endif
+        pack_a(X, H, K, grp, mc, s.k0, kc, Ap);
       for (int j0 = 0; j0 < nc; j0 += NR) {
         const int cols = nc - j0 < NR ? nc - j0 : NR;
         for (int i0 = 0; i0 < mc; i0 += MR, --tiles) {
           const int share = (lines + tiles - 1) / tiles;
           lines -= share;
           const Out o{Y + n0 + j0, grp + i0, gate, K, F, cols};
+#if KF_ABLATE & 16
+          tile_rows<MR>(mc - i0 < MR ? mc - i0 : MR, kc, Ap, Bp, o, pf, share);
+#else
           tile_rows<MR>(mc - i0 < MR ? mc - i0 : MR, kc, Ap + (long long)i0 * kc, Bp + (long long)j0 * kc, o, pf,
                         share);
+#endif
         }
       }
     }
