@@ -293,7 +293,7 @@ static inline int slice_depth(int K) {
 }
 
 // KF_ABLATE (not a spec parameter; 0, the default, compiles all of this away): phases taken out
-// to measure what each costs (bench/gemm_phases, issue 25). The results are then wrong on
+// to measure what each costs (bench/kernel_phases, issue 25). The results are then wrong on
 // purpose; only the fp32 path has the hooks. Bits:
 //   1  no packing: a thread packs B's slice and A's block the first time it runs a block and
 //      never again; every later product reads those panels (same sizes, same cache levels)
