@@ -10,7 +10,8 @@ kforge process (ru_maxrss). CPU timings, wall time of the whole command, kernel 
 warm-up round is dropped).
 
     OPENBLAS_THREAD_TIMEOUT=4 python3 bench/index_width_cost.py [--kforge build/kforge] \\
-        [--rounds 3] [--problems activation.relu,softmax,gemm,scan.linear] [--dtypes fp32,bf16]
+        [--rounds 3] [--problems activation.relu,softmax,gemm,scan.linear] [--dtypes fp32,bf16] \\
+        [--modes off,real,proxy]
 """
 import argparse
 import json
@@ -75,8 +76,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--problems", default="activation.relu,softmax,gemm")
     ap.add_argument("--dtypes", default="fp32,bf16")
+    # "off,real" where no output grows past 2^31 elements (reduce.*_axis0, conv2d*, moe): the proxy
+    # would be the real check again
+    ap.add_argument("--modes", default="off,real,proxy")
     a = ap.parse_args()
-    modes = ("off", "real", "proxy")
+    modes = tuple(a.modes.split(","))
     cases = [(p, d) for p in a.problems.split(",") for d in a.dtypes.split(",")]
     times = {(c, m): [] for c in cases for m in modes}
     details = {}
@@ -96,14 +100,15 @@ def main():
     print("|---|---|---|---|---|---|---|---|")
     for c in cases:
         def cell(m):
-            t = times[(c, m)]
-            return f"{statistics.median(t):.2f} ({min(t):.2f}..{max(t):.2f})"
+            t = times.get((c, m), [])
+            return f"{statistics.median(t):.2f} ({min(t):.2f}..{max(t):.2f})" if t else "-"
         off = times[(c, "off")]
-        adds = {m: statistics.median([x - y for x, y in zip(times[(c, m)], off)]) for m in ("real", "proxy")}
-        rss = [peak_rss_mib(a.kforge, c[0], c[1], m) for m in modes]
-        real_note = " (ran as proxy: memory short)" if details[(c, "real")] else ""
+        adds = {m: f"{statistics.median([x - y for x, y in zip(times[(c, m)], off)]):.2f}" if (c, m) in times else "-"
+                for m in ("real", "proxy")}
+        rss = [f"{peak_rss_mib(a.kforge, c[0], c[1], m):.0f}" if m in modes else "-" for m in ("off", "real", "proxy")]
+        real_note = " (ran as proxy: memory short)" if details.get((c, "real")) else ""
         print(f"| {c[0]} | {c[1]} | {cell('off')} | {cell('real')}{real_note} | {cell('proxy')} | "
-              f"{adds['real']:.2f} | {adds['proxy']:.2f} | {rss[0]:.0f} / {rss[1]:.0f} / {rss[2]:.0f} |")
+              f"{adds['real']} | {adds['proxy']} | {rss[0]} / {rss[1]} / {rss[2]} |")
 
 
 if __name__ == "__main__":

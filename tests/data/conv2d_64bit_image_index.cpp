@@ -1,6 +1,6 @@
 // CORRECT: conv2d (NCHW) as a plain direct convolution, one image per block, the image offsets
 // in 64 bits. The twin of tests/verify/wrong/conv2d_int32_image_index.cpp: it passes the
-// index_width check that rejects the twin (tests/verify/index_width_conv_moe_test.cpp).
+// index_width check that rejects the twin (tests/verify/index_width_conv_moe_attention_test.cpp).
 //   build/kforge eval --problem conv2d --lang cpp --entry conv2d \
 //     --source tests/data/conv2d_64bit_image_index.cpp --grid N --size N=3,C=5,H=7,W=6,K=4,R=1,S=1,stride=1,pad=0,dil=1 --json
 #include <vector>

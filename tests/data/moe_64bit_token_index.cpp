@@ -1,6 +1,6 @@
 // CORRECT: moe_grouped_gemm as a plain loop over tokens, the row offsets in 64 bits. The twin of
 // tests/verify/wrong/moe_int32_token_index.cpp: it passes the index_width check that rejects the
-// twin (tests/verify/index_width_conv_moe_test.cpp).
+// twin (tests/verify/index_width_conv_moe_attention_test.cpp).
 //   build/kforge eval --problem moe_grouped_gemm --lang cpp --entry moe \
 //     --source tests/data/moe_64bit_token_index.cpp --grid 'ceil_div(T,16)' --size T=37,H=50,F=24,E=4,K=2 --json
 static void body(const kf_ctx& ctx, const float* X, const float* ids, const float* gate, const float* W, float* Y,
