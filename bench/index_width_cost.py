@@ -25,7 +25,8 @@ SIZES = {"gemm": "M=64,N=64,K=64",
          "conv2d": "N=2,C=5,H=7,W=6,K=4,R=1,S=1,stride=1,pad=0,dil=1",  # 1x1: the wide run's 1x1 shape
          "conv2d_nchw8c": "N=2,C=16,H=7,W=6,K=8,R=3,S=3,stride=1,pad=1,dil=1",  # 3x3: its 3x3 shape
          "conv2d_nchw8c_xplain": "N=2,C=3,H=9,W=9,K=8,R=3,S=3,stride=2,pad=1,dil=1",
-         "moe_grouped_gemm": "T=37,H=50,F=24,E=4,K=2"}
+         "moe_grouped_gemm": "T=37,H=50,F=24,E=4,K=2",
+         "attention": "B=1,H=2,HKV=1,S=24,D=16"}
 
 
 def sizes_of(problem):
