@@ -526,11 +526,12 @@ class Protocol {
                               "device's largest buffer (PoCL: 8 GiB), which fp16 or bf16 halves; or verify with "
                               "--no-index-width)");
     }
-    // The reference (after the run, as always): the live rows', and the rows a zero input row
-    // gives (the live instance with every growing tensor zeroed), repeated before them.
+    // The reference (after the run, as always). The problem's own expectation where it states
+    // one (Problem::wide_index_reference: the column max and argmax; outputs that do not grow,
+    // whole); otherwise the live rows', and the rows a zero input row gives (the live instance
+    // with every growing tensor zeroed), repeated before them.
     Reference full;
     if (p_.wide_index_reference(live, w.sizes, full.out, full.magnitude)) {
-      // The problem's own expectation (the column max, argmax): outputs that do not grow, whole.
       for (std::size_t o = 0; o < out.tensors.size() && o < full.out.size(); ++o)
         if (out.tensors[o].size() != full.out[o].size())
           throw std::logic_error(p_.name() + ": wide_index_reference's output " + std::to_string(o) +
