@@ -10,7 +10,8 @@ kforge process (ru_maxrss). CPU timings, wall time of the whole command, kernel 
 warm-up round is dropped).
 
     OPENBLAS_THREAD_TIMEOUT=4 python3 bench/index_width_cost.py [--kforge build/kforge] \\
-        [--rounds 3] [--problems activation.relu,softmax,gemm,scan.linear] [--dtypes fp32,bf16]
+        [--rounds 3] [--problems activation.relu,softmax,gemm,scan.linear] [--dtypes fp32,bf16] \\
+        [--modes off,real,proxy]
 """
 import argparse
 import json
@@ -19,7 +20,13 @@ import statistics
 import subprocess
 import time
 
-SIZES = {"gemm": "M=64,N=64,K=64"}  # others: M=37,N=45 (row-wise families), scan.*: batch=5,time=64
+# others: M=37,N=45 (row-wise families and reduce.*), scan.*: batch=5,time=64
+SIZES = {"gemm": "M=64,N=64,K=64",
+         "conv2d": "N=2,C=5,H=7,W=6,K=4,R=1,S=1,stride=1,pad=0,dil=1",  # 1x1: the wide run's 1x1 shape
+         "conv2d_nchw8c": "N=2,C=16,H=7,W=6,K=8,R=3,S=3,stride=1,pad=1,dil=1",  # 3x3: its 3x3 shape
+         "conv2d_nchw8c_xplain": "N=2,C=3,H=9,W=9,K=8,R=3,S=3,stride=2,pad=1,dil=1",
+         "moe_grouped_gemm": "T=37,H=50,F=24,E=4,K=2",
+         "attention": "B=1,H=2,HKV=1,S=24,D=16"}
 
 
 def sizes_of(problem):
@@ -70,8 +77,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--problems", default="activation.relu,softmax,gemm")
     ap.add_argument("--dtypes", default="fp32,bf16")
+    # "off,real" where no output grows past 2^31 elements (reduce.*_axis0, conv2d*, moe): the proxy
+    # would be the real check again
+    ap.add_argument("--modes", default="off,real,proxy")
     a = ap.parse_args()
-    modes = ("off", "real", "proxy")
+    modes = tuple(a.modes.split(","))
     cases = [(p, d) for p in a.problems.split(",") for d in a.dtypes.split(",")]
     times = {(c, m): [] for c in cases for m in modes}
     details = {}
@@ -91,14 +101,15 @@ def main():
     print("|---|---|---|---|---|---|---|---|")
     for c in cases:
         def cell(m):
-            t = times[(c, m)]
-            return f"{statistics.median(t):.2f} ({min(t):.2f}..{max(t):.2f})"
+            t = times.get((c, m), [])
+            return f"{statistics.median(t):.2f} ({min(t):.2f}..{max(t):.2f})" if t else "-"
         off = times[(c, "off")]
-        adds = {m: statistics.median([x - y for x, y in zip(times[(c, m)], off)]) for m in ("real", "proxy")}
-        rss = [peak_rss_mib(a.kforge, c[0], c[1], m) for m in modes]
-        real_note = " (ran as proxy: memory short)" if details[(c, "real")] else ""
+        adds = {m: f"{statistics.median([x - y for x, y in zip(times[(c, m)], off)]):.2f}" if (c, m) in times else "-"
+                for m in ("real", "proxy")}
+        rss = [f"{peak_rss_mib(a.kforge, c[0], c[1], m):.0f}" if m in modes else "-" for m in ("off", "real", "proxy")]
+        real_note = " (ran as proxy: memory short)" if details.get((c, "real")) else ""
         print(f"| {c[0]} | {c[1]} | {cell('off')} | {cell('real')}{real_note} | {cell('proxy')} | "
-              f"{adds['real']:.2f} | {adds['proxy']:.2f} | {rss[0]:.0f} / {rss[1]:.0f} / {rss[2]:.0f} |")
+              f"{adds['real']} | {adds['proxy']} | {rss[0]} / {rss[1]} / {rss[2]} |")
 
 
 if __name__ == "__main__":

@@ -141,6 +141,16 @@ class Problem {
     (void)requested;
     return {};
   }
+  // The wide instance's expected outputs where the promise above does not describe them (the
+  // column max and argmax: the zero rows change a column's result, but as one zero row before
+  // the live ones would, with argmax's indices past it shifted by the rows between): the whole
+  // outputs at the `wide` sizes from `live`, returned true. Only for outputs that do not grow
+  // with the split size. Default: false, the promise above.
+  virtual bool wide_index_reference(const Instance& live, const Sizes& wide, std::vector<std::vector<double>>& out,
+                                    std::vector<std::vector<double>>& magnitude) const {
+    (void)live, (void)wide, (void)out, (void)magnitude;
+    return false;
+  }
   // Changes element `i` of input tensor `t` so that the exact result changes (the perturbation
   // check). Default: moves the value by 2 + 2|v| away from zero's side, rounded to the dtype.
   virtual void perturb(Instance& inst, std::size_t t, std::size_t i) const;

@@ -94,6 +94,23 @@ class Attention final : public Problem {
                        std::to_string(HKV) + " (each K/V head serves H/HKV query heads)");
   }
 
+  // The index_width check (docs/verification.md): Q, K, V and O past 2^31 elements, split along
+  // B: B = 2^21 + 1 batches of one head (H = HKV = 1) of S = 16 positions of D = 64 (batch 2^21
+  // starts at flat index 2^31, where b * S * D in int wraps), the last two live. Batches are
+  // independent, and a zero batch gives O = 0 (equal scores, uniform weights, zero values), as
+  // the check requires. O grows with Q: written whole (8 GiB in fp32, 4 GiB in fp16/bf16) where
+  // memory allows, folded otherwise. The work is 4 S = 64 operations per element of Q at the
+  // problem's own count, but a kernel computes whole query tiles (the library's cpu kernel
+  // BQ = 64 rows, whatever S): about 2^31 x 4 x 64 = 550 GFLOP there (docs: its cost).
+  WideIndexShape wide_index_shape(const Sizes& requested) const override {
+    (void)requested;
+    WideIndexShape w;
+    w.sizes = {{"B", (1 << 21) + 1}, {"H", 1}, {"HKV", 1}, {"S", 16}, {"D", 64}};
+    w.live = w.sizes;
+    w.live["B"] = 2;
+    return w;
+  }
+
   // Scores must stay in a range where softmax is not a step function of rounding: Q and K are
   // scaled by a power of two (exact) so that |q|, |k| <= 4. V and the distributions' shapes
   // (wide, sparse, integers) are kept.

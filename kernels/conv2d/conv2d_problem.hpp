@@ -91,6 +91,33 @@ class Conv2dProblem final : public Problem {
         throw UsageError("tensor " + tensors()[t].name + " would have 2^31 or more elements; use smaller sizes");
   }
 
+  // The index_width check (docs/verification.md): x past 2^31 elements, split along N images,
+  // the last two live. A zero image gives a zero output image (no bias), as the check requires.
+  // Kept cheap: K = 8 filters and windows that touch every input element once (1x1, or 3x3 at
+  // stride 3, pad 0), so the work is 2K = 16 operations per input element (34 GFLOP, seconds),
+  // and C large, so y (K/C of x at 1x1, K/9C at 3x3/3) stays small enough to be written and
+  // compared whole. The window follows the request (R = S = 1 picks the 1x1 kernels, whose
+  // "applies" must keep holding); C = 2048 at 4x4 makes an image exactly 2^15 elements, so
+  // image 2^16 starts at flat index 2^31, where n * C * H * W in int wraps; at 3x3 an image is
+  // 128 x 15 x 15 and the last image starts past 2^31. conv2d at C = 1 (conv2d_c1 applies only
+  // there, and its y would be as large as x) declares none. C and K stay multiples of 8 (nChw8c).
+  WideIndexShape wide_index_shape(const Sizes& requested) const override {
+    const auto at = [&](const char* n, std::int64_t d) {
+      const auto it = requested.find(n);
+      return it == requested.end() ? d : it->second;
+    };
+    if (L::name() == "conv2d" && at("C", 64) == 1) return {};
+    const bool one = at("R", 3) == 1 && at("S", 3) == 1;
+    const std::int64_t C = one ? 2048 : 128, HW = one ? 4 : 15, image = C * HW * HW;
+    const std::int64_t N = ((std::int64_t{1} << 31) + image - 1) / image + 1;  // (N-1) images reach 2^31
+    WideIndexShape w;
+    w.sizes = {{"N", N},         {"C", C},           {"H", HW}, {"W", HW},  {"K", 8},
+               {"R", one ? 1 : 3}, {"S", one ? 1 : 3}, {"stride", one ? 1 : 3}, {"pad", 0}, {"dil", 1}};
+    w.live = w.sizes;
+    w.live["N"] = 2;
+    return w;
+  }
+
   // Plain loops in double over the logical indices; the layout only maps each (n, c, h, w),
   // (k, c, r, s), (n, k, p, q) to its offset, so every layout shares these loops.
   void reference(const Instance& in, std::vector<std::vector<double>>& out,

@@ -75,6 +75,23 @@ class MoeGroupedGemm final : public Problem {
                          " must fit in a 32-bit int (the kernel ABI)");
   }
 
+  // The index_width check (docs/verification.md): X (T,H) past 2^31 elements, T = 2^16 + 1 tokens
+  // of H = 2^15 (token 2^16 starts at flat index 2^31, where t * H in int wraps), the last two
+  // live. A zero token (X, gate and id all 0: expert 0, a valid id) gives a zero Y row, as the
+  // check requires. Each token still goes through its expert's H x F product, 2F operations per
+  // element of X: F = 16 (one vector of the cpu kernel), K = 1 (so the zero ids cannot collide
+  // with a second one) and E = 2 keep it at 2^31 x 32 = 69 GFLOP, seconds; Y (T x 16) stays small.
+  // check_sizes' T*H limit is the problem's for ordinary runs; the library's kernels (cpu,
+  // OpenCL, CUDA) form t * H in 64 bits.
+  WideIndexShape wide_index_shape(const Sizes& requested) const override {
+    (void)requested;
+    WideIndexShape w;
+    w.sizes = {{"T", (1 << 16) + 1}, {"H", 1 << 15}, {"F", 16}, {"E", 2}, {"K", 1}};
+    w.live = w.sizes;
+    w.live["T"] = 2;
+    return w;
+  }
+
   // Routing. Odd trials: a Zipf-like load (expert r drawn with weight 1/(r+1)) where, when
   // E > K leaves room, the middle expert gets no token (an empty group between full ones).
   // Even trials: balanced, token t on experts (t·K + k + shift) mod E. Ids distinct per token.

@@ -57,11 +57,27 @@ class Reduce final : public Problem {
   // sum, max and argmax are all 0, the promise the check needs. Axis 0, the sum only: the zero
   // rows add exact zeros to every column, so Y (N, which does not grow) is the live rows' column
   // sums. The column max and argmax have none: zero rows change a column's max (when its live
-  // values are negative) and shift its argmax by the rows before.
+  // values are negative) and shift its argmax by the rows before, but predictably: each column's
+  // result is the one of a single zero row followed by the live rows, argmax's index past that
+  // row moved by the M - 3 zero rows between (wide_index_reference; a tie with the zero rows is
+  // won by row 0, numpy's first maximum).
   WideIndexShape wide_index_shape(const Sizes& requested) const override {
     (void)requested;
-    if (axis_ != 1 && op_ != Op::sum) return {};
     return {{{"M", (1 << 16) + 1}, {"N", 1 << 15}}, {{"M", 2}, {"N", 1 << 15}}};
+  }
+  bool wide_index_reference(const Instance& live, const Sizes& wide, std::vector<std::vector<double>>& out,
+                            std::vector<std::vector<double>>& mag) const override {
+    if (axis_ != 0 || op_ == Op::sum) return false;  // the zero rows' promise holds
+    const std::int64_t rows = live.sizes.at("M"), N = live.sizes.at("N");
+    Instance one = live;  // a zero row, then the live rows
+    one.sizes["M"] = rows + 1;
+    one.tensors[0].assign(static_cast<std::size_t>(N), 0.0);
+    one.tensors[0].insert(one.tensors[0].end(), live.tensors[0].begin(), live.tensors[0].end());
+    reference(one, out, mag);
+    if (op_ == Op::argmax)
+      for (double& y : out[0])
+        if (y >= 1) y += static_cast<double>(wide.at("M") - rows - 1);
+    return true;
   }
 
   // sum: any order of n additions errs by at most gamma_n * sum|x|; max and argmax are exact.

@@ -92,6 +92,9 @@ std::vector<std::pair<std::size_t, std::size_t>> sample_windows(std::size_t pref
 
 }  // namespace
 
+// A growing input of at least this size is mapped, not written (load_wide).
+constexpr std::size_t kUnwrittenFrom = std::size_t{1} << 30;
+
 void KernelRunner::load_wide(const Instance& live, const Sizes& wide, bool poison_inout, bool fold) {
   dtype_ = live.dtype;
   const auto specs = problem_.tensors();
@@ -105,7 +108,11 @@ void KernelRunner::load_wide(const Instance& live, const Sizes& wide, bool poiso
     if (x.elements < n_live) throw std::logic_error("KernelRunner::load_wide: a tensor shrank at the wide sizes");
     const bool poison = specs[t].role == Role::out || specs[t].role == Role::scratch ||
                         (specs[t].role == Role::inout && poison_inout);
-    const bool mapped = specs[t].role == Role::in && x.elements > n_live;
+    // Left unwritten (its zeros the backend's: Backend::sparse_buffers) only where it is large
+    // enough to be a sparse buffer on every backend that has them (cpu: 4 MiB, opencl: 1 GiB);
+    // a smaller input that grew (moe's ids and gate, scan's bootstrap values) may sit in reused
+    // heap memory, so it is written whole, its zeros included.
+    const bool mapped = specs[t].role == Role::in && x.elements > n_live && x.elements * esize >= kUnwrittenFrom;
     const bool sampled = poison && x.elements > n_live && x.elements * esize >= kWideSampledOutputBytes;
     x.zero_prefix = mapped || sampled ? x.elements - n_live : 0;
     if (sampled && !fold) x.samples = sample_windows(x.zero_prefix, std::max<std::size_t>(n_live, 1), live);

@@ -82,7 +82,7 @@ TEST(IndexWidth, GemmDeclaresATensorPast2To31Elements) {
   // The last live row starts at or past flat index 2^31: that is where a 32-bit index wraps.
   const std::int64_t K = w.sizes.at("K");
   EXPECT_GE((w.sizes.at("M") - 1) * K, std::int64_t{1} << 31);
-  EXPECT_TRUE(find_problem("reduce.max_axis0")->wide_index_shape({}).sizes.empty()) << "undeclared: no check";
+  EXPECT_TRUE(find_problem("spmm")->wide_index_shape({}).sizes.empty()) << "undeclared: no check";
 }
 
 TEST(IndexWidth, ARightWideRunPassesAndAWrappedIndexFails) {
