@@ -28,6 +28,14 @@ std::vector<std::string> write_generated_specs(const std::string& stem, const st
                                                const std::string& prefix,
                                                const std::function<void(nlohmann::json&)>& adjust = {});
 
+// Whether `f` is the library's Gaussian exp(-sqdist(x,y)/s), however written (compared as
+// emitted C): the structured patterns' near_overflow scale for the weights rests on its bound
+// (|f| <= 1, |df/dx| <= sqrt(2/s) e^-1/2), which a formula in general does not have.
+inline bool is_library_gaussian(const Formula& f) {
+  static const std::string gaussian = Formula::parse("exp(-sqdist(x,y)/s)").emit_c();
+  return f.emit_c() == gaussian;
+}
+
 // The gradient of L = sum_i G_i sum_j f(x_i, y_j) b_j with respect to X (wrt 'x', an (N,D)
 // output), Y ('y', (M,D)) or B ('b', (M)). trial_values: "<scalar><trial % 2>" -> value.
 std::shared_ptr<Problem> make_lazy_grad_problem(std::string name, const std::string& formula, char wrt,

@@ -130,11 +130,27 @@ class LazyReduce final : public Problem, public AlternativeAnswers {
   // its domain (a zero in a log, an overflowing sqdist in exp) or make argmin/kmin ties; a user's
   // formula (lazy_reduce:<reduction>:<formula>) declares nothing, since the bound |f| <= 1 that
   // near_overflow's scale needs is the library formula's, not every formula's.
+  //
+  // knn and logsumexp (struct8) take the patterns on the points X and Y, as matrices of rows of
+  // D: their formulas (sqdist, -sqdist/s) are defined for every point, so no pattern leaves the
+  // domain. Zero, identical, one-hot and all-equal points give distance ties (knn accepts any
+  // tied index: accept_alternatives) and every distance 0 (logsumexp = log M exactly);
+  // near_overflow scales both to sqrt(max / (4 L)), L = 4000 D: each squared difference is at
+  // most (2 top)^2, the distance at most D max / L = max / 4000, so -sqdist/s stays finite down
+  // to the trials' s = 0.001 and exp of it underflows (the max shift is what keeps logsumexp
+  // finite). gauss_sum_grad and user formulas stay undeclared (see the verification docs).
+  // A user's sum whose formula is the library's Gaussian (lazy_reduce:sum:exp(-sqdist(x,y)/s))
+  // takes gauss_sum's declaration.
   std::vector<std::int64_t> structured_rows(const Sizes& s) const override {
-    if (name_ != "lazy_reduce.gauss_sum") return {};
-    return {-1, -1, s.at("E"), -1};
+    if (r_ == Reduce::sum && is_library_gaussian(f_)) return {-1, -1, s.at("E"), -1};
+    if (name_ == "lazy_reduce.knn") return {s.at("D"), s.at("D"), -1, -1};
+    if (name_ == "lazy_reduce.logsumexp") return {s.at("D"), s.at("D"), -1};
+    return {};
   }
-  double near_overflow_length(const Sizes& s) const override { return static_cast<double>(s.at("M")); }
+  double near_overflow_length(const Sizes& s) const override {
+    if (r_ == Reduce::sum) return static_cast<double>(s.at("M"));
+    return 4000.0 * static_cast<double>(s.at("D"));
+  }
   // Per pair: D coordinates (a subtraction and an FMA for sqdist) plus the formula's rest,
   // counted as 2 D + 8; the sum's weights 2 E.
   double flops(const Sizes& s) const override {

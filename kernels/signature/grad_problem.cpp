@@ -26,6 +26,7 @@
 
 #include "kforge/error.hpp"
 #include "kforge/problem.hpp"
+#include "kforge/structured_reconditioning.hpp"
 #include "kforge/util.hpp"
 #include "paths.hpp"
 
@@ -132,7 +133,7 @@ void path_gradient(const Levels& lv, const double* x, const double* gs, std::int
   }
 }
 
-class SignatureGrad final : public Problem {
+class SignatureGrad final : public Problem, public StructuredReconditioning {
  public:
   std::string name() const override { return "signature_grad"; }
   std::string description() const override {
@@ -171,6 +172,11 @@ class SignatureGrad final : public Problem {
   void condition_inputs(Instance& inst, std::uint64_t, int) const override {
     scale_paths(inst.tensors[0], inst.sizes.at("B"), inst.sizes.at("L"), inst.sizes.at("D"), 4.0);
   }
+  // Structured inputs on the paths X as sigkernel's (kernels/signature/problem.cpp, SigKernel), each
+  // re-conditioned to TV <= 4 as drawn ones are (the level-LEVEL terms grow like TV^LEVEL / LEVEL!);
+  // the cotangents GS stay as drawn.
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override { return {s.at("L") * s.at("D"), -1, -1, -1}; }
+  void recondition_structured(Instance& inst) const override { condition_inputs(inst, 0, 0); }
   void reference(const Instance& in, std::vector<std::vector<double>>& out,
                  std::vector<std::vector<double>>& mag) const override {
     const std::int64_t B = in.sizes.at("B"), L = in.sizes.at("L"), D = in.sizes.at("D"), N = in.sizes.at("LEVEL");

@@ -22,6 +22,7 @@
 
 #include "kforge/error.hpp"
 #include "kforge/problem.hpp"
+#include "kforge/structured_reconditioning.hpp"
 #include "kforge/util.hpp"
 #include "paths.hpp"
 #include "sigkernel_adjoint.hpp"
@@ -32,7 +33,7 @@ namespace {
 using namespace signature_paths;
 using namespace sigkernel_adjoint;
 
-class SigKernelGrad final : public Problem {
+class SigKernelGrad final : public Problem, public StructuredReconditioning {
  public:
   std::string name() const override { return "sigkernel_grad"; }
   std::string description() const override {
@@ -76,6 +77,12 @@ class SigKernelGrad final : public Problem {
     scale_paths(inst.tensors[0], inst.sizes.at("B"), inst.sizes.at("L1"), D, 2.0);
     scale_paths(inst.tensors[1], inst.sizes.at("B"), inst.sizes.at("L2"), D, 2.0);
   }
+  // Structured inputs on the paths X and Y as sigkernel's (kernels/signature/problem.cpp, SigKernel);
+  // the cotangents GK stay as drawn.
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override {
+    return {s.at("L1") * s.at("D"), s.at("L2") * s.at("D"), -1, -1, -1, -1};
+  }
+  void recondition_structured(Instance& inst) const override { condition_inputs(inst, 0, 0); }
 
   // The longest rounding chain, a direct term's (sigkernel_adjoint.hpp).
   double reduction_length(const Sizes& s) const override {

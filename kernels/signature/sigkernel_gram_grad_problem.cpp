@@ -16,6 +16,7 @@
 
 #include "kforge/error.hpp"
 #include "kforge/problem.hpp"
+#include "kforge/structured_reconditioning.hpp"
 #include "kforge/util.hpp"
 #include "paths.hpp"
 #include "sigkernel_adjoint.hpp"
@@ -26,7 +27,7 @@ namespace {
 using namespace signature_paths;
 using namespace sigkernel_adjoint;
 
-class SigKernelGramGrad final : public Problem {
+class SigKernelGramGrad final : public Problem, public StructuredReconditioning {
  public:
   std::string name() const override { return "sigkernel_gram_grad"; }
   std::string description() const override {
@@ -64,6 +65,12 @@ class SigKernelGramGrad final : public Problem {
     scale_paths(inst.tensors[0], inst.sizes.at("B1"), inst.sizes.at("L1"), D, 2.0);
     scale_paths(inst.tensors[1], inst.sizes.at("B2"), inst.sizes.at("L2"), D, 2.0);
   }
+  // Structured inputs on the paths X and Y as sigkernel's (kernels/signature/problem.cpp, SigKernel);
+  // the cotangents G stay as drawn.
+  std::vector<std::int64_t> structured_rows(const Sizes& s) const override {
+    return {s.at("L1") * s.at("D"), s.at("L2") * s.at("D"), -1, -1, -1};
+  }
+  void recondition_structured(Instance& inst) const override { condition_inputs(inst, 0, 0); }
 
   // A pair's chain (pair_reduction_length) and the sum over the pairs: GX_a sums B2 pairs' point
   // gradients, GY_b B1 pairs'. The kernels sum each pair's gradient first and add it to the

@@ -7,6 +7,7 @@
 
 #include "kforge/dtype.hpp"
 #include "kforge/rng.hpp"
+#include "kforge/structured_reconditioning.hpp"
 
 namespace kforge {
 
@@ -133,6 +134,7 @@ void apply_structure(const Problem& p, Structure st, Instance& inst, std::uint64
     }
     round_to(inst.dtype, v);
   }
+  if (const auto* r = dynamic_cast<const StructuredReconditioning*>(&p)) r->recondition_structured(inst);
 }
 
 }  // namespace kforge

@@ -32,7 +32,9 @@ enum class Structure {
 [[nodiscard]] std::vector<Structure> structures_for(const Problem& p, const Sizes& s);
 
 // Reshapes the declared input tensors of `inst` (drawn by make_instance) with pattern `st`,
-// rounded to the dtype. `seed` places the one-hot elements.
+// rounded to the dtype, then lets a problem that derives from StructuredReconditioning
+// (kforge/structured_reconditioning.hpp: the signature kernels) condition them again. `seed`
+// places the one-hot elements.
 void apply_structure(const Problem& p, Structure st, Instance& inst, std::uint64_t seed);
 
 }  // namespace kforge

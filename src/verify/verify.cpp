@@ -182,7 +182,7 @@ class Protocol {
     }
     KernelOutput out = (via ? *via : call_)(inst, !p_.reads_inout(inst));  // before the reference exists
     const auto ref = reference_for(p_, inst, p_.name() + "|" + ref_key);
-    if (!degenerate_checked_) refuse_if_degenerate(inst, *ref);
+    if (!degenerate_checked_) refuse_if_degenerate(inst, *ref, d);
     std::vector<std::vector<double>> accepted;  // the reference with the kernel's tie choices
     if (const auto* alt = dynamic_cast<const AlternativeAnswers*>(&p_)) {
       accepted = ref->out;
@@ -226,9 +226,10 @@ class Protocol {
     return false;
   }
 
-  // An instance whose reference cannot tell right from wrong is refused before any verdict.
-  void refuse_if_degenerate(const Instance& inst, const Reference& ref) {
-    degenerate_checked_ = true;
+  // Why an instance's reference cannot tell right from wrong ("" when it can): every element
+  // within its bound of zero, or all equal. `distinguishable` counts the elements that are not.
+  std::string degenerate_reason(const Instance& inst, const Reference& ref, std::int64_t* distinguishable_out = nullptr,
+                                std::int64_t* n_out = nullptr) const {
     std::int64_t n = 0, distinguishable = 0;
     bool constant = true;
     const double first = ref.out.empty() || ref.out[0].empty() ? 0 : ref.out[0][0];
@@ -240,13 +241,37 @@ class Protocol {
         if (std::fabs(r) > bound(r, ref.magnitude[t][i])) ++distinguishable;
         constant = constant && r == first;
       }
-    std::string why;
-    if (distinguishable == 0 || (n >= 2 && constant)) blame_fixed_scalars(inst);
-    if (distinguishable == 0) why = "every reference element is within its error bound of zero, so an all-zero output would pass";
-    else if (n >= 2 && constant) why = fmt::format("every reference element equals {}, so a constant output would pass", first);
+    if (distinguishable_out) *distinguishable_out = distinguishable;
+    if (n_out) *n_out = n;
+    if (distinguishable == 0) return "every reference element is within its error bound of zero, so an all-zero output would pass";
+    if (n >= 2 && constant) return fmt::format("every reference element equals {}, so a constant output would pass", first);
+    return "";
+  }
+
+  // An instance whose reference cannot tell right from wrong is refused before any verdict.
+  // Before refusing, the same sizes are drawn at two other seeds (two references, only on this
+  // path): the refusal says whether it holds for the problem at these sizes or only for the
+  // inputs this seed drew (then naming a seed that works).
+  void refuse_if_degenerate(const Instance& inst, const Reference& ref, Distribution d) {
+    degenerate_checked_ = true;
+    std::int64_t n = 0, distinguishable = 0;
+    const std::string why = degenerate_reason(inst, ref, &distinguishable, &n);
     if (why.empty()) return add("degenerate", true, fmt::format("{} of {} reference elements distinguishable from zero", distinguishable, n));
+    blame_fixed_scalars(inst);
+    std::string seeds;
+    for (std::uint64_t other : {o_.seed + 1, o_.seed + 2}) {
+      const Instance again = p_.make_instance(inst.sizes, t_, d, other, 0, o_.scalars);
+      Reference r;
+      p_.reference(again, r.out, r.magnitude);
+      if (degenerate_reason(again, r).empty())
+        throw UsageError(fmt::format("problem {} at {} is degenerate at seed {} and cannot judge a kernel: {}; at "
+                                     "seed {} it is not (the inputs drawn decide it): use --seed {} or other sizes",
+                                     p_.name(), sizes_text(inst.sizes), o_.seed, why, other, other));
+      seeds += fmt::format(", {}", other);
+    }
     throw UsageError("problem " + p_.name() + " at " + sizes_text(inst.sizes) +
-                     " is degenerate and cannot judge a kernel: " + why + "; choose other sizes");
+                     " is degenerate and cannot judge a kernel: " + why + " (the same at seeds " +
+                     std::to_string(o_.seed) + seeds + "); choose other sizes");
   }
 
   // A degenerate instance caused by scalars the user fixed (`--scalar alpha=0`) is refused
@@ -257,17 +282,7 @@ class Protocol {
     free.scalars = p_.scalars_for_trial(0);
     Reference r;
     p_.reference(free, r.out, r.magnitude);
-    const ErrorBound bound(p_, free);
-    std::int64_t distinguishable = 0;
-    bool constant = true;
-    const double first = r.out.empty() || r.out[0].empty() ? 0 : r.out[0][0];
-    std::int64_t n = 0;
-    for (std::size_t t = 0; t < r.out.size(); ++t)
-      for (std::size_t i = 0; i < r.out[t].size(); ++i, ++n) {
-        if (std::fabs(r.out[t][i]) > bound(r.out[t][i], r.magnitude[t][i])) ++distinguishable;
-        constant = constant && r.out[t][i] == first;
-      }
-    if (distinguishable == 0 || (n >= 2 && constant)) return;  // the sizes' fault, not the scalars'
+    if (!degenerate_reason(free, r).empty()) return;  // the sizes' fault, not the scalars'
     std::string fixed;
     for (const auto& [k, v] : o_.scalars) fixed += fmt::format("{}{}={}", fixed.empty() ? "" : ",", k, v);
     throw UsageError("problem " + p_.name() + " with --scalar " + fixed + " is degenerate and cannot judge a "
@@ -423,24 +438,50 @@ class Protocol {
     return true;
   }
 
-  // Structured inputs (structured_inputs.hpp) on trial 0's scalars, where the problem declares
-  // them: zero rows and columns, identical and one-hot rows, equal values, alternating signs,
-  // values near overflow, subnormals, negative zero.
+  // Trials 0 and 1 when their scalar sets differ (trial 0 alone otherwise): every family's
+  // schedule alternates its scalars' special choices between them (gemm: beta = 0 and beta !=
+  // 0; fusedmm: the sigmoid and the plain product; gnn_aggregate: the mean and GCN's normalized
+  // sum; lazy_reduce: s = 1 and a small s; activation: with and without bias). Two, not every
+  // distinct set: the sparse families' `pattern` cycles over 7 and scan's discount over 4, which
+  // would multiply the check's cost by up to 14. Values fixed with --scalar stay.
+  std::vector<int> distinct_scalar_trials() const {
+    std::vector<int> out;
+    std::vector<Scalars> seen;
+    for (int t = 0; t < 2; ++t) {
+      Scalars sc = p_.scalars_for_trial(t);
+      for (const auto& [k, v] : o_.scalars) sc[k] = v;
+      if (std::find(seen.begin(), seen.end(), sc) != seen.end()) continue;
+      seen.push_back(std::move(sc));
+      out.push_back(t);
+    }
+    return out;
+  }
+
+  // Structured inputs (structured_inputs.hpp), where the problem declares them: zero rows and
+  // columns, identical and one-hot rows, equal values, alternating signs, values near overflow,
+  // subnormals, negative zero. Each pattern runs once under every distinct scalar set of the
+  // trials (distinct_scalar_trials, on that trial's instance: its scalars and conditioning), so
+  // a shortcut that only one set exposes (a zero row under fusedmm's sigmoid, not its plain
+  // product) is seen whichever set it needs.
   bool structured(const Sizes& s) {
     const auto list = structures_for(p_, s);
     if (list.empty()) return true;
     const Distribution d = Distribution::normal;
-    for (std::size_t k = 0; k < list.size(); ++k) {
-      const std::uint64_t seed = o_.seed ^ (0x57a0ull + k);
-      Instance inst = instance(s, 0, d, seed);
-      apply_structure(p_, list[k], inst, seed);
-      const std::string what(structure_name(list[k]));
-      if (!judge(inst, d, key(inst, d, seed, 0, "structured " + what), what + " inputs", "structured").passed)
-        return false;
-    }
+    const auto trials = distinct_scalar_trials();
+    for (std::size_t k = 0; k < list.size(); ++k)
+      for (int trial : trials) {
+        const std::uint64_t seed = o_.seed ^ (0x57a0ull + k);
+        Instance inst = instance(s, trial, d, seed);
+        apply_structure(p_, list[k], inst, seed);
+        const std::string what(structure_name(list[k]));
+        const std::string context = what + " inputs" + (trials.size() > 1 ? fmt::format(", trial {}'s scalars", trial) : "");
+        if (!judge(inst, d, key(inst, d, seed, trial, "structured " + what), context, "structured").passed)
+          return false;
+      }
     std::string names;
     for (auto st : list) names += (names.empty() ? "" : ", ") + std::string(structure_name(st));
-    add("structured", true, fmt::format("passed with {} structured input pattern(s): {}", list.size(), names));
+    add("structured", true, fmt::format("passed with {} structured input pattern(s) under {} scalar set(s): {}",
+                                        list.size(), trials.size(), names));
     return true;
   }
 

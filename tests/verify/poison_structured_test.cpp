@@ -165,7 +165,10 @@ TEST(Structured, PatternsHoldWhatTheyPromise) {
 }
 
 TEST(Structured, ProblemsWithoutADeclarationKeepTheirDraws) {
-  EXPECT_TRUE(structures_for(*find_problem("cartpole"), find_problem("cartpole")->default_sizes()).empty());
+  // A user's formula other than the library's Gaussian: its domain and bound are unknown.
+  for (const char* name : {"cartpole", "lazy_reduce:sum:1/(1+sqdist(x,y))", "lazy_reduce:grad_x:sum:1/(1+sqdist(x,y))",
+                           "lazy_reduce:kmin:sqdist(x,y)"})
+    EXPECT_TRUE(structures_for(*find_problem(name), find_problem(name)->default_sizes()).empty()) << name;
 }
 
 // Every family with plain data declares its tensors: one per tensor, outputs and conditioned
@@ -175,7 +178,9 @@ TEST(Structured, TheFamiliesDeclareTheirDataTensors) {
                            "reduce.sum_axis1", "reduce.argmax_axis0", "scan.gae", "scan.linear", "activation.relu",
                            "activation.leaky_relu", "attention", "attention.causal", "spmm", "sddmm",
                            "spmm_bell", "spmspv", "spdnn", "gnn_aggregate", "gnn_attention", "fusedmm", "signature",
-                           "lazy_reduce.gauss_sum"}) {
+                           "lazy_reduce.gauss_sum", "lazy_reduce.knn", "lazy_reduce.logsumexp", "sigkernel",
+                           "signature_grad", "sigkernel_grad", "sigkernel_gram_grad", "lazy_reduce.gauss_sum_grad",
+                           "lazy_reduce:sum:exp(-sqdist(x, y) / s)", "lazy_reduce:grad_y:sum:exp(-sqdist(x,y)/s)"}) {
     const auto p = find_problem(name);
     const Sizes s = p->default_sizes();
     const auto rows = p->structured_rows(s);
@@ -271,6 +276,82 @@ TEST(Structured, TheSparseAndSignatureFamiliesKeepTheirStructureAndStayFinite) {
   }
 }
 
+// knn and logsumexp take the patterns on their points (struct8): near_overflow keeps -sqdist/s
+// finite at both trial values of s (1 and 0.001) while putting it far below -1e30 (so a running
+// max started at a "very negative" -1e30 never moves: tests/verify/wrong/logsumexp_sentinel_max.cpp);
+// all_equal makes every distance 0 (knn: all 0, logsumexp: log M exactly).
+TEST(Structured, KnnAndLogsumexpStayFiniteNearOverflow) {
+  for (const char* name : {"lazy_reduce.knn", "lazy_reduce.logsumexp"}) {
+    const auto p = find_problem(name);
+    Sizes s{{"N", 13}, {"M", 29}, {"D", 3}};
+    if (std::string(name) == "lazy_reduce.knn") s["K"] = 4;
+    for (int trial : {0, 1}) {
+      const Instance drawn = p->make_instance(s, DType::fp32, Distribution::normal, 7, trial);
+      Instance big = drawn;
+      apply_structure(*p, Structure::near_overflow, big, 7);
+      std::vector<std::vector<double>> out, mag;
+      p->reference(big, out, mag);
+      double top = 0;
+      for (double v : out[0]) {
+        ASSERT_TRUE(std::isfinite(v) && std::fabs(v) < 3.4028234663852886e38) << name << " trial " << trial;
+        top = std::max(top, std::fabs(v));
+      }
+      EXPECT_GT(top, 1e31) << name << " trial " << trial << ": the pattern should reach far past 1e30";
+      Instance eq = drawn;
+      apply_structure(*p, Structure::all_equal, eq, 7);
+      p->reference(eq, out, mag);
+      for (double v : out[0])
+        EXPECT_EQ(v, std::string(name) == "lazy_reduce.knn" ? 0.0 : std::log(29.0)) << name;
+    }
+  }
+}
+
+// sigkernel and the signature gradients take the patterns on whole paths (rows of L*D) and are
+// re-conditioned after each (StructuredReconditioning): every path's total variation stays
+// within the conditioning's (2; 4 for signature_grad), the cotangents stay as drawn, the
+// reference is finite, and the patterns keep their meaning (all_equal: constant paths, so
+// sigkernel's K is 1 exactly; identical_rows: every path of X the first).
+TEST(Structured, TheSignatureKernelsStayConditionedAndKeepThePattern) {
+  const std::map<std::string, Sizes> sizes = {
+      {"sigkernel", {{"B1", 4}, {"B2", 5}, {"L1", 9}, {"L2", 7}, {"D", 3}, {"DYADIC", 1}}},
+      {"sigkernel_grad", {{"B", 4}, {"L1", 9}, {"L2", 7}, {"D", 3}, {"DYADIC", 1}}},
+      {"sigkernel_gram_grad", {{"B1", 3}, {"B2", 4}, {"L1", 9}, {"L2", 7}, {"D", 3}, {"DYADIC", 0}}},
+      {"signature_grad", {{"B", 4}, {"L", 9}, {"D", 3}, {"LEVEL", 3}}}};
+  for (const auto& [name, s] : sizes) {
+    const auto p = find_problem(name);
+    const auto rows = p->structured_rows(s);
+    const double tv_max = name == "signature_grad" ? 4.0 : 2.0;
+    const Instance drawn = p->make_instance(s, DType::fp32, Distribution::wide, 3, 0);
+    ASSERT_EQ(structures_for(*p, s).size(), 10u) << name;
+    for (Structure st : structures_for(*p, s)) {
+      Instance x = drawn;
+      apply_structure(*p, st, x, 3);
+      for (std::size_t t = 0; t < rows.size(); ++t) {
+        if (rows[t] < 0) {
+          if (p->tensors()[t].role == Role::in) EXPECT_EQ(x.tensors[t], drawn.tensors[t]) << name << " " << p->tensors()[t].name;
+          continue;
+        }
+        const std::int64_t D = s.at("D"), L = rows[t] / D;
+        for (std::size_t b = 0; b * rows[t] < x.tensors[t].size(); ++b) {
+          double tv = 0;
+          for (std::int64_t e = D; e < L * D; ++e)
+            tv += std::fabs(x.tensors[t][b * rows[t] + e] - x.tensors[t][b * rows[t] + e - D]);
+          ASSERT_LE(tv, tv_max * (1 + 1e-6)) << name << " " << structure_name(st) << " path " << b;
+        }
+        if (st == Structure::identical_rows)
+          for (std::size_t e = 0; e < x.tensors[t].size(); ++e)
+            ASSERT_EQ(x.tensors[t][e], x.tensors[t][e % rows[t]]) << name;
+      }
+      std::vector<std::vector<double>> out, mag;
+      ASSERT_NO_THROW(p->reference(x, out, mag)) << name << " " << structure_name(st);
+      for (const auto& o : out)
+        for (double v : o) ASSERT_TRUE(std::isfinite(v)) << name << " " << structure_name(st);
+      if (name == "sigkernel" && st == Structure::all_equal)
+        for (double v : out[0]) EXPECT_EQ(v, 1.0);
+    }
+  }
+}
+
 // `--scalar alpha=0` makes gemm at beta = 0 all zeros: refused naming the scalar, exit 2.
 TEST(SpecialScalars, ADegenerateFixedScalarIsRefusedByName) {
   const auto r = test::kforge_cli("verify gemm --size M=16,N=16,K=16 --scalar alpha=0 --quick --json");
@@ -279,6 +360,34 @@ TEST(SpecialScalars, ADegenerateFixedScalarIsRefusedByName) {
   // The same sizes without it are fine.
   const auto ok = test::kforge_cli("verify gemm --size M=16,N=16,K=16 --quick --json");
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+}
+
+// A degenerate instance is refused saying whether it depends on the inputs drawn (struct8):
+// relu of one element, relu(x + bias), is 0 at about half the seeds (refused, naming a seed
+// whose inputs can judge, which then passes); softmax over rows of one element is 1 at every
+// seed (refused as the same at three seeds).
+TEST(Degenerate, ARefusalSaysWhetherTheSeedDecidesIt) {
+  int refused = 0;
+  for (int seed = 1; seed <= 16 && refused == 0; ++seed) {
+    const auto r = test::kforge_cli("verify activation.relu --size M=1,N=1 --quick --backend cpu --json --seed " +
+                                    std::to_string(seed));
+    if (r.exit_code == 0) continue;
+    ASSERT_EQ(r.exit_code, 2) << r.out << r.err;
+    const std::string msg = r.out + r.err;
+    ASSERT_NE(msg.find("the inputs drawn decide it"), std::string::npos) << msg;
+    const auto at = msg.find("use --seed ");
+    ASSERT_NE(at, std::string::npos) << msg;
+    const int other = std::stoi(msg.substr(at + 11));
+    EXPECT_NE(other, seed);
+    const auto ok = test::kforge_cli("verify activation.relu --size M=1,N=1 --quick --backend cpu --json --seed " +
+                                     std::to_string(other));
+    EXPECT_EQ(ok.exit_code, 0) << "the seed the refusal named: " << ok.out << ok.err;
+    ++refused;
+  }
+  EXPECT_EQ(refused, 1) << "no seed in 1..16 drew a negative relu(x + bias)";
+  const auto r = test::kforge_cli("verify softmax --size M=3,N=1 --quick --backend cpu --json --seed 9");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("the same at seeds 9, 10, 11"), std::string::npos) << r.out << r.err;
 }
 
 // A crashing kernel is reported with the verification run it was in.

@@ -52,8 +52,10 @@ struct WrongKernel {
 // Races are caught when they happen: with 8 threads on a busy 2-core machine a lost slice is
 // the rule at these sizes, and the test allows three evaluations for the rare run without one.
 // A block that reads C before another wrote it reads the poison: `poison_read`.
+// A race can show in any run of the protocol, the reused-buffers runs included (seen once in
+// struct8's run of race_split_k.cl under load).
 const std::set<std::string> kRaceChecks = {"determinism", "bound", "poison", "poison_read", "finite", "shapes",
-                                           "special_scalars", "structured"};
+                                           "special_scalars", "structured", "reused_buffers"};
 const std::set<std::string> kRaceDispositions = {"nondeterministic", "incorrect"};
 
 std::vector<WrongKernel> corpus() {
@@ -106,6 +108,9 @@ std::vector<WrongKernel> corpus() {
        .quick_passes = true},
       {.file = "divides_by_row_max.cpp", .args = cpu, .checks = {"structured"}, .element_checks = {"finite"},
        .quick_passes = true},
+      // Caught only since the structured patterns also run under trial 1's scalars (struct8).
+      {.file = "zero_row_writes_zero.cpp", .args = cpu, .checks = {"structured"}, .element_checks = {"bound"},
+       .quick_passes = true},
       {.file = "attention_skips_equal_scores.cpp",
        .args = "--lang cpp --grid 'H,B' --size B=1,H=4,HKV=2,S=40,D=32", .checks = {"structured"},
        .element_checks = {"poison"}, .quick_passes = true, .problem = "attention", .output = "O"},
@@ -135,6 +140,16 @@ std::vector<WrongKernel> corpus() {
       {.file = "gauss_sum_normalized_weights.cpp", .args = "--lang cpp --grid N --size N=53,M=67,D=3,E=2",
        .checks = {"structured"}, .element_checks = {"finite"}, .quick_passes = true,
        .problem = "lazy_reduce.gauss_sum", .output = "OUT"},
+      // lazy_reduce.knn and .logsumexp, sigkernel (issue 24, struct8): declared since.
+      {.file = "knn_scaled_by_farthest.cpp", .args = "--lang cpp --grid N --size N=53,M=67,D=3,K=5",
+       .checks = {"structured"}, .element_checks = {"finite"}, .quick_passes = true, .problem = "lazy_reduce.knn",
+       .output = "DIST"},
+      {.file = "logsumexp_sentinel_max.cpp", .args = "--lang cpp --grid N --size N=53,M=67,D=3",
+       .checks = {"structured"}, .element_checks = {"finite"}, .quick_passes = true,
+       .problem = "lazy_reduce.logsumexp", .output = "OUT"},
+      {.file = "sigkernel_normalized_increments.cpp",
+       .args = "--lang cpp --grid 'B2,B1' --size B1=5,B2=7,L1=11,L2=13,D=3,DYADIC=1", .checks = {"structured"},
+       .element_checks = {"finite"}, .quick_passes = true, .problem = "sigkernel", .output = "K"},
       {.file = "lazy_when_timed.cpp",
        .args = std::string(kCpu16) + " --size M=128,N=128,K=128 --bench",
        .checks = {"timed_outputs", "reused_buffers"}, .quick_passes = true},
