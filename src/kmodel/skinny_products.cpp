@@ -44,6 +44,38 @@ __attribute__((target("avx2,fma"))) void dots_avx2(const float* a, std::ptrdiff_
   }
 }
 
+__attribute__((target("avx2,fma"))) inline double horizontal_sum(__m256d v) {
+  const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
+// The same in double, 4 lanes.
+template <int M>
+__attribute__((target("avx2,fma"))) void dots_avx2_d(const double* a, std::ptrdiff_t len, std::ptrdiff_t cols,
+                                                     std::ptrdiff_t lda, const double* x, std::ptrdiff_t ldx,
+                                                     double* out, std::ptrdiff_t ldo) {
+  const std::ptrdiff_t body = len - len % 4;
+  for (std::ptrdiff_t c = 0; c < cols; ++c) {
+    const double* ac = a + c * lda;
+    __m256d acc[M];
+    for (int j = 0; j < M; ++j) acc[j] = _mm256_setzero_pd();
+    for (std::ptrdiff_t i = 0; i < body; i += 4) {
+      const __m256d av = _mm256_loadu_pd(ac + i);
+      for (int j = 0; j < M; ++j) acc[j] = _mm256_fmadd_pd(av, _mm256_loadu_pd(x + j * ldx + i), acc[j]);
+    }
+    for (int j = 0; j < M; ++j) {
+      double s = horizontal_sum(acc[j]);
+      for (std::ptrdiff_t i = body; i < len; ++i) s += ac[i] * x[j * ldx + i];
+      out[j * ldo + c] = s;
+    }
+  }
+}
+
+using DotsFnD = void (*)(const double*, std::ptrdiff_t, std::ptrdiff_t, std::ptrdiff_t, const double*, std::ptrdiff_t,
+                         double*, std::ptrdiff_t);
+constexpr DotsFnD kDotsD[8] = {dots_avx2_d<1>, dots_avx2_d<2>, dots_avx2_d<3>, dots_avx2_d<4>,
+                               dots_avx2_d<5>, dots_avx2_d<6>, dots_avx2_d<7>, dots_avx2_d<8>};
+
 using DotsFn = void (*)(const float*, std::ptrdiff_t, std::ptrdiff_t, std::ptrdiff_t, const float*, std::ptrdiff_t,
                         float*, std::ptrdiff_t);
 constexpr DotsFn kDots[8] = {dots_avx2<1>, dots_avx2<2>, dots_avx2<3>, dots_avx2<4>,
@@ -71,6 +103,23 @@ void column_dots(const float* a, std::ptrdiff_t len, std::ptrdiff_t cols, std::p
 #endif
   cblas_sgemm(CblasColMajor, CblasTrans, CblasNoTrans, static_cast<blasint>(cols), static_cast<blasint>(m),
               static_cast<blasint>(len), 1.0F, a, static_cast<blasint>(lda), x, static_cast<blasint>(ldx), 0.0F, out,
+              static_cast<blasint>(ldo));
+}
+
+void column_dots(const double* a, std::ptrdiff_t len, std::ptrdiff_t cols, std::ptrdiff_t lda, const double* x,
+                 std::ptrdiff_t ldx, std::ptrdiff_t m, double* out, std::ptrdiff_t ldo) {
+  if (cols <= 0 || m <= 0) return;
+#ifdef KFORGE_SKINNY_AVX2
+  if (have_avx2()) {
+    for (std::ptrdiff_t j = 0; j < m; j += 8) {
+      const std::ptrdiff_t mj = std::min<std::ptrdiff_t>(8, m - j);
+      kDotsD[mj - 1](a, len, cols, lda, x + j * ldx, ldx, out + j * ldo, ldo);
+    }
+    return;
+  }
+#endif
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, static_cast<blasint>(cols), static_cast<blasint>(m),
+              static_cast<blasint>(len), 1.0, a, static_cast<blasint>(lda), x, static_cast<blasint>(ldx), 0.0, out,
               static_cast<blasint>(ldo));
 }
 

@@ -14,4 +14,8 @@ namespace kforge::kmodel::skinny {
 void column_dots(const float* a, std::ptrdiff_t len, std::ptrdiff_t cols, std::ptrdiff_t lda, const float* x,
                  std::ptrdiff_t ldx, std::ptrdiff_t m, float* out, std::ptrdiff_t ldo);
 
+// The same in double (the path's per-lambda products: each fit's end point and alpha).
+void column_dots(const double* a, std::ptrdiff_t len, std::ptrdiff_t cols, std::ptrdiff_t lda, const double* x,
+                 std::ptrdiff_t ldx, std::ptrdiff_t m, double* out, std::ptrdiff_t ldo);
+
 }  // namespace kforge::kmodel::skinny

@@ -117,6 +117,7 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
   // OpenBLAS's sgemm would pack all of U on every call (as long as its kernel took, measured).
   const bool streamed = single && o.streamed_products;
   Eigen::MatrixXf uf, utf, in_f, out_f;
+  Eigen::MatrixXd utd;  // U^T in double for the streamed double products (made on first use)
   if (single) {
     uf = u.cast<float>();
     if (streamed) utf = uf.transpose();  // (r, n): U's rows contiguous
@@ -129,6 +130,12 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
     if (k == 0) return;
     if (r == 0) {
       dst.leftCols(k).setZero();
+      return;
+    }
+    if (!in_float && o.streamed_products) {  // U^T src or U src as dots with U's columns or rows
+      if (!trans && utd.size() == 0) utd = u.transpose();  // (r, n), once, when first needed
+      skinny::column_dots(trans ? u_data : utd.data(), rows_in, rows_out, trans ? n : r, src.data(), src.rows(), k,
+                          dst.data(), dst.rows());
       return;
     }
     if (!in_float) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -309,40 +310,47 @@ TEST(KernelModelPath, SinglePrecisionStepsMeetTheStopInDouble) {
   }
 }
 
-// The float steps' streamed products: every (len, cols, m) with tails past the 8 lanes and m past
-// one chunk of 8 right-hand sides, padded leading dimensions, random values; against a double sum
-// of the same floats, to float accuracy; the output's padding stays untouched.
-TEST(KernelModelPath, StreamedColumnDotsMatchADoubleSum) {
+// The path's streamed products, float and double: every (len, cols, m) with tails past the 8 lanes and m past
+// one chunk of 8 right-hand sides, padded leading dimensions, random values; against a sum
+// of the same values in long double, to the type's accuracy; the output's padding stays untouched.
+template <typename T>
+void check_column_dots(T tol) {
   std::mt19937_64 rng(41);
-  std::uniform_real_distribution<float> unit(-1, 1);
-  for (const std::ptrdiff_t len : {1, 7, 8, 13, 203}) {
+  std::uniform_real_distribution<T> unit(-1, 1);
+  for (const std::ptrdiff_t len : {1, 3, 7, 8, 13, 203}) {
     for (const std::ptrdiff_t cols : {1, 5, 37}) {
       for (const std::ptrdiff_t m : {1, 3, 5, 8, 11}) {
         const std::ptrdiff_t lda = len + 3, ldx = len + 1, ldo = cols + 2;
-        std::vector<float> a(static_cast<std::size_t>(lda * cols)), x(static_cast<std::size_t>(ldx * m));
-        for (float& v : a) v = unit(rng);
-        for (float& v : x) v = unit(rng);
-        std::vector<float> out(static_cast<std::size_t>(ldo * m), std::nanf(""));
+        std::vector<T> a(static_cast<std::size_t>(lda * cols)), x(static_cast<std::size_t>(ldx * m));
+        for (T& v : a) v = unit(rng);
+        for (T& v : x) v = unit(rng);
+        std::vector<T> out(static_cast<std::size_t>(ldo * m), std::numeric_limits<T>::quiet_NaN());
         skinny::column_dots(a.data(), len, cols, lda, x.data(), ldx, m, out.data(), ldo);
         for (std::ptrdiff_t j = 0; j < m; ++j)
           for (std::ptrdiff_t c = 0; c < ldo; ++c) {
-            const float got = out[static_cast<std::size_t>(j * ldo + c)];
+            const T got = out[static_cast<std::size_t>(j * ldo + c)];
             if (c >= cols) {
               EXPECT_TRUE(std::isnan(got)) << "padding written at " << c;
               continue;
             }
-            double want = 0, mag = 0;
+            long double want = 0, mag = 0;
             for (std::ptrdiff_t i = 0; i < len; ++i) {
-              const double p = static_cast<double>(a[static_cast<std::size_t>(c * lda + i)]) *
-                               static_cast<double>(x[static_cast<std::size_t>(j * ldx + i)]);
+              const long double p = static_cast<long double>(a[static_cast<std::size_t>(c * lda + i)]) *
+                                    static_cast<long double>(x[static_cast<std::size_t>(j * ldx + i)]);
               want += p;
-              mag += std::abs(p);
+              mag += p < 0 ? -p : p;
             }
-            EXPECT_NEAR(got, want, 1e-6 * (1 + mag)) << "len " << len << " cols " << cols << " m " << m;
+            EXPECT_NEAR(static_cast<double>(got), static_cast<double>(want), static_cast<double>(tol * (1 + mag)))
+                << "len " << len << " cols " << cols << " m " << m;
           }
       }
     }
   }
+}
+
+TEST(KernelModelPath, StreamedColumnDotsMatchALongDoubleSum) {
+  check_column_dots<float>(1e-6F);
+  check_column_dots<double>(1e-14);
 }
 
 // The path with the streamed products equals the path with OpenBLAS's sgemm (both float steps):
