@@ -156,7 +156,8 @@ void add_kmodel(CLI::App& app, int& code) {
                 "smooth losses: the path's products in double throughout (default: float steps when tol >= 1e-5, "
                 "each fit judged in double)");
   cmd->add_flag("--sgemm-steps", o->sgemm_steps,
-                "smooth losses: the float steps' products by OpenBLAS's sgemm instead of streaming U (for comparison)");
+                "smooth losses: the path's products with U by OpenBLAS (sgemm, dgemm) instead of streaming U (for "
+                "comparison)");
   cmd->add_flag("--cold", o->cold, "fit each lambda from zero instead of the previous lambda's solution");
   cmd->add_flag("--no-shrinking", o->no_shrinking, "hinge: SMO scans every row at every step (same fits; for comparison)");
   cmd->add_option("--save", o->save, "refit on every row at the chosen lambda and write the model (JSON)");
