@@ -79,6 +79,10 @@ struct SolverOptions {
   // re-evaluated and judged in double, and a fold that misses tol there goes on with double
   // steps. false: double throughout.
   bool single_precision_steps = true;
+  // The path's products with U (float steps and the per-lambda double ones) streamed over U and a
+  // transposed copy (AVX2 dot products, no copy of U per call) instead of OpenBLAS's sgemm/dgemm,
+  // which pack all of U on every call. false: OpenBLAS (for comparison).
+  bool streamed_products = true;
   // Eigenvalues below rank_tol * the largest are taken as 0: the solver iterates only on the r
   // others (O(n r) per step instead of O(n^2)); the fitted values move by at most
   // rank_tol * s_max * |alpha|. Smooth kernels on low-dimensional data have r << n.

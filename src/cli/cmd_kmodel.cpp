@@ -24,7 +24,8 @@ struct Opts {
   int folds = 5, max_iter = 0, degree = 3;  // max_iter, tol: 0 = the solver's default
   double coef0 = 1, delta = 0.5, tol = 0, rank_tol = 1e-12;
   std::uint64_t seed = 1;
-  bool json = false, cold = false, no_shrinking = false, per_fold = false, double_steps = false;
+  bool json = false, cold = false, no_shrinking = false, per_fold = false, double_steps = false,
+       sgemm_steps = false;
 };
 
 double parse_gamma(const std::string& s, const Eigen::MatrixXd& x) {
@@ -154,6 +155,9 @@ void add_kmodel(CLI::App& app, int& code) {
   cmd->add_flag("--double-steps", o->double_steps,
                 "smooth losses: the path's products in double throughout (default: float steps when tol >= 1e-5, "
                 "each fit judged in double)");
+  cmd->add_flag("--sgemm-steps", o->sgemm_steps,
+                "smooth losses: the path's products with U by OpenBLAS (sgemm, dgemm) instead of streaming U (for "
+                "comparison)");
   cmd->add_flag("--cold", o->cold, "fit each lambda from zero instead of the previous lambda's solution");
   cmd->add_flag("--no-shrinking", o->no_shrinking, "hinge: SMO scans every row at every step (same fits; for comparison)");
   cmd->add_option("--save", o->save, "refit on every row at the chosen lambda and write the model (JSON)");
@@ -192,6 +196,7 @@ void add_kmodel(CLI::App& app, int& code) {
     cv.solver.shrinking = !o->no_shrinking;
     cv.shared_decomposition = !o->per_fold;
     cv.solver.single_precision_steps = !o->double_steps;
+    cv.solver.streamed_products = !o->sgemm_steps;
     // A held-out file is read before the work, so that a bad one fails fast.
     std::optional<kmodel::Dataset> held_out;
     if (!o->test.empty()) {
@@ -241,7 +246,8 @@ void add_kmodel(CLI::App& app, int& code) {
       if (smo) j["solver"]["shrinking"] = cv.solver.shrinking;
       if (!smo) j["solver"].update({{"rank_tol", o->rank_tol}, {"eigensolver", o->eigensolver},
                                     {"decomposition", cv.shared_decomposition ? "shared" : "per_fold"},
-                                    {"single_precision_steps", cv.solver.single_precision_steps}});
+                                    {"single_precision_steps", cv.solver.single_precision_steps},
+                                    {"streamed_products", cv.solver.streamed_products}});
       if (cv.solver.loss == kmodel::Loss::huber_hinge) j["solver"]["delta"] = o->delta;
       j["folds"] = cv.folds;
       j["seed"] = cv.seed;

@@ -33,6 +33,7 @@
 
 #include "kforge/kmodel.hpp"
 #include "kmodel/blas.hpp"
+#include "kmodel/skinny_products.hpp"
 
 namespace kforge::kmodel {
 namespace {
@@ -112,9 +113,14 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
   // step; their relative error (~1e-6) is well below the stop, and every fold's end point is then
   // re-evaluated in double (below) before it is judged.
   const bool single = o.single_precision_steps && tol >= 1e-5 && r > 0;
-  Eigen::MatrixXf uf, in_f, out_f;
+  // The float products stream U (U^T G) and its transpose (U B) through skinny::column_dots:
+  // OpenBLAS's sgemm would pack all of U on every call (as long as its kernel took, measured).
+  const bool streamed = single && o.streamed_products;
+  Eigen::MatrixXf uf, utf, in_f, out_f;
+  Eigen::MatrixXd utd;  // U^T in double for the streamed double products (made on first use)
   if (single) {
     uf = u.cast<float>();
+    if (streamed) utf = uf.transpose();  // (r, n): U's rows contiguous
     in_f.resize(std::max(n, r), nf);
     out_f.resize(std::max(n, r), nf);
   }
@@ -126,11 +132,23 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
       dst.leftCols(k).setZero();
       return;
     }
+    if (!in_float && o.streamed_products) {  // U^T src or U src as dots with U's columns or rows
+      if (!trans && utd.size() == 0) utd = u.transpose();  // (r, n), once, when first needed
+      skinny::column_dots(trans ? u_data : utd.data(), rows_in, rows_out, trans ? n : r, src.data(), src.rows(), k,
+                          dst.data(), dst.rows());
+      return;
+    }
     if (!in_float) {
       gemm_cols(trans, u_data, n, r, n, src.data(), src.rows(), dst.data(), dst.rows(), k);
       return;
     }
     in_f.topLeftCorner(rows_in, k) = src.topLeftCorner(rows_in, k).cast<float>();
+    if (streamed) {  // out (rows_out, k): dots of U's columns (trans) or rows with src's columns
+      skinny::column_dots(trans ? uf.data() : utf.data(), rows_in, rows_out, trans ? n : r, in_f.data(), in_f.rows(), k,
+                          out_f.data(), out_f.rows());
+      dst.topLeftCorner(rows_out, k) = out_f.topLeftCorner(rows_out, k).cast<double>();
+      return;
+    }
     cblas_sgemm(CblasColMajor, trans ? CblasTrans : CblasNoTrans, CblasNoTrans, static_cast<blasint>(rows_out),
                 static_cast<blasint>(k), static_cast<blasint>(rows_in), 1.0F, uf.data(), static_cast<blasint>(n),
                 in_f.data(), static_cast<blasint>(in_f.rows()), 0.0F, out_f.data(), static_cast<blasint>(out_f.rows()));

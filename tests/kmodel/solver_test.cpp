@@ -5,9 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
 
 #include "kforge/kmodel.hpp"
 #include "kmodel/kmodel_synthetic.hpp"
+#include "kmodel/skinny_products.hpp"
 
 namespace kforge::kmodel {
 namespace {
@@ -304,6 +308,72 @@ TEST(KernelModelPath, SinglePrecisionStepsMeetTheStopInDouble) {
       EXPECT_NEAR(single[i].objective, j1, 1e-9 * j1);
     }
   }
+}
+
+// The path's streamed products, float and double: every (len, cols, m) with tails past the 8 lanes and m past
+// one chunk of 8 right-hand sides, padded leading dimensions, random values; against a sum
+// of the same values in long double, to the type's accuracy; the output's padding stays untouched.
+template <typename T>
+void check_column_dots(T tol) {
+  std::mt19937_64 rng(41);
+  std::uniform_real_distribution<T> unit(-1, 1);
+  for (const std::ptrdiff_t len : {1, 3, 7, 8, 13, 203}) {
+    for (const std::ptrdiff_t cols : {1, 5, 37}) {
+      for (const std::ptrdiff_t m : {1, 3, 5, 8, 11}) {
+        const std::ptrdiff_t lda = len + 3, ldx = len + 1, ldo = cols + 2;
+        std::vector<T> a(static_cast<std::size_t>(lda * cols)), x(static_cast<std::size_t>(ldx * m));
+        for (T& v : a) v = unit(rng);
+        for (T& v : x) v = unit(rng);
+        std::vector<T> out(static_cast<std::size_t>(ldo * m), std::numeric_limits<T>::quiet_NaN());
+        skinny::column_dots(a.data(), len, cols, lda, x.data(), ldx, m, out.data(), ldo);
+        for (std::ptrdiff_t j = 0; j < m; ++j)
+          for (std::ptrdiff_t c = 0; c < ldo; ++c) {
+            const T got = out[static_cast<std::size_t>(j * ldo + c)];
+            if (c >= cols) {
+              EXPECT_TRUE(std::isnan(got)) << "padding written at " << c;
+              continue;
+            }
+            long double want = 0, mag = 0;
+            for (std::ptrdiff_t i = 0; i < len; ++i) {
+              const long double p = static_cast<long double>(a[static_cast<std::size_t>(c * lda + i)]) *
+                                    static_cast<long double>(x[static_cast<std::size_t>(j * ldx + i)]);
+              want += p;
+              mag += p < 0 ? -p : p;
+            }
+            EXPECT_NEAR(static_cast<double>(got), static_cast<double>(want), static_cast<double>(tol * (1 + mag)))
+                << "len " << len << " cols " << cols << " m " << m;
+          }
+      }
+    }
+  }
+}
+
+TEST(KernelModelPath, StreamedColumnDotsMatchALongDoubleSum) {
+  check_column_dots<float>(1e-6F);
+  check_column_dots<double>(1e-14);
+}
+
+// The path with the streamed products equals the path with OpenBLAS's sgemm (both float steps):
+// the same stop met, objectives equal to the stop's accuracy. 10-dimensional data: full rank.
+TEST(KernelModelPath, StreamedStepsMatchSgemmSteps) {
+  const Dataset data = test::blobs(/*n=*/143, /*d=*/10, 0.3, 0.1, /*seed=*/37);
+  const Eigen::MatrixXd k = gram({KernelFunction::Kind::rbf, gamma_scale(data.x)}, data.x, data.x);
+  const Spectrum sp = decompose(k, EigenSolver::automatic, 1e-12);
+  std::vector<std::vector<Eigen::Index>> folds(3);
+  for (Eigen::Index i = 0; i < k.rows(); ++i) folds[static_cast<std::size_t>(i % 3)].push_back(i);
+  const std::vector<double> lambdas = parse_lambdas("1e-4:1:6");
+  SolverOptions o;
+  o.loss = Loss::logistic;  // the default tol: float steps
+  const auto streamed = fit_path_folds(sp, data.y, folds, o, lambdas);
+  o.streamed_products = false;
+  const auto blas = fit_path_folds(sp, data.y, folds, o, lambdas);
+  for (std::size_t j = 0; j < folds.size(); ++j)
+    for (std::size_t i = 0; i < lambdas.size(); ++i) {
+      ASSERT_TRUE(streamed[j][i].converged && blas[j][i].converged);
+      EXPECT_LE(streamed[j][i].kkt, 1e-4);
+      EXPECT_NEAR(streamed[j][i].objective, blas[j][i].objective, 1e-5 * blas[j][i].objective)
+          << "fold " << j << " lambda " << lambdas[i];
+    }
 }
 
 TEST(KernelModelPath, SeparableDataIsClassifiedPerfectly) {
