@@ -14,6 +14,13 @@ namespace kforge {
 struct ResidentWatch {
   long long limit_bytes = 0;     // 0: not watched
   long long exceeded_bytes = 0;  // set by run_process: > 0 when the child was killed at this RSS
+  // A time limit of its own for one stretch of the child's work that may take far longer than
+  // the rest (the isolated worker's index_width run: one launch at a shape past 2^31 elements):
+  // when the child's stderr first shows `stretch_marker`, its deadline moves to that moment plus
+  // `stretch_timeout_s`, if that is later. Empty: none.
+  std::string stretch_marker;
+  double stretch_timeout_s = 0;
+  bool stretched = false;  // set by run_process: the marker was seen
 };
 
 // run_process, with `watch` on the child's resident memory (kforge/subprocess.hpp).

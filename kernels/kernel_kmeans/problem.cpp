@@ -188,7 +188,12 @@ void KernelKmeans::reference(const Instance& in, std::vector<std::vector<double>
       double s = 0, a = 0;
       for (std::int64_t d = 0; d < D; ++d) s += X[i * D + d] * X[j * D + d], a += std::fabs(X[i * D + d] * X[j * D + d]);
       const double b = g * s + c0, ab = std::fabs(b);
-      err = p * std::pow(ab, p - 1) * g * static_cast<double>(D + 1) * a + (2 * p + 1) * std::pow(ab, p);
+      // Below fp32's normal range every product, sum and power step may round to the subnormal
+      // grid (absolute error up to 2^-150 each, 2^-126 in units of kU): the structured check's
+      // subnormal inputs make every fp32 kernel value 0 while the exact ones are ~1e-156 apart.
+      const double under = static_cast<double>(D + 1) * 0x1p-126;
+      err = p * std::pow(ab, p - 1) * g * (static_cast<double>(D + 1) * a + under) + (2 * p + 1) * std::pow(ab, p) +
+            p * 0x1p-126;
       return std::pow(b, p);
     }
     double d2 = 0;

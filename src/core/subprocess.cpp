@@ -61,6 +61,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input,
                           const ProcessLimits& limits, ResidentWatch& watch) {
   watch.exceeded_bytes = 0;
+  watch.stretched = false;
+  double timeout_s = limits.timeout_s;
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (pipe2(in_pipe, O_CLOEXEC) || pipe2(out_pipe, O_CLOEXEC) || pipe2(err_pipe, O_CLOEXEC))
     throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
@@ -115,8 +117,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
         break;
       }
     }
-    if (limits.timeout_s > 0) {
-      const double left = limits.timeout_s -
+    if (timeout_s > 0) {
+      const double left = timeout_s -
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (left <= 0) {
         r.timed_out = true;
@@ -140,6 +142,14 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
       std::string& dst = fds[i].fd == out_fd ? r.out : r.err;
       if (got > 0) {
         dst.append(buf, static_cast<std::size_t>(got));
+        // Searched in what just came, and the marker's length before it (a line split by reads).
+        const std::size_t from = r.err.size() - std::min(r.err.size(), static_cast<std::size_t>(got) + watch.stretch_marker.size());
+        if (&dst == &r.err && !watch.stretched && !watch.stretch_marker.empty() &&
+            r.err.find(watch.stretch_marker, from) != std::string::npos) {
+          watch.stretched = true;
+          const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          if (timeout_s > 0) timeout_s = std::max(timeout_s, now + watch.stretch_timeout_s);
+        }
       } else {
         close(fds[i].fd);
         (fds[i].fd == out_fd ? out_fd : err_fd) = -1;

@@ -21,6 +21,9 @@
 namespace kforge {
 namespace {
 
+// The index_width run's own time limit, in evaluation timeouts (see evaluate_isolated).
+constexpr double kIndexWidthTimeouts = 5;
+
 std::string tail(const std::string& s, std::size_t n = 2000) {
   return s.size() <= n ? s : "..." + s.substr(s.size() - n);
 }
@@ -106,6 +109,14 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
   // the ordinary limit); verify.cpp skips the run where the machine lacks the memory.
   const long long wide_resident = wide.resident > double(64 << 20) ? static_cast<long long>(wide.resident) : 0;
   ResidentWatch resident{.limit_bytes = memory > 0 ? memory + wide_resident : 0};
+  // The index_width run is one launch at a shape past 2^31 elements: seconds for the library's
+  // kernels, minutes for a plain candidate (a scalar attention, a kernel on PoCL). It gets a limit
+  // of its own, kIndexWidthTimeouts times the evaluation's, counted from its start, so a correct
+  // but slow kernel is not ended `timeout` by a check it has no say in.
+  if (wide.address > 0) {
+    resident.stretch_marker = std::string(kProgressMarker) + "index_width";
+    resident.stretch_timeout_s = kIndexWidthTimeouts * limits.timeout_s;
+  }
   const ProcessResult p = run_process(argv, sent.to_json().dump(),
                                       {.timeout_s = limits.timeout_s, .memory_bytes = memory,
                                        .memory_hard_bytes = memory_hard}, resident);
@@ -141,8 +152,11 @@ EvalResult evaluate_isolated(const EvalRequest& req, const IsolationLimits& limi
   r.params = req.kernel.resolve(req.params);
   if (p.timed_out) {
     r.disposition = Disposition::timeout;
-    r.error = fmt::format("the evaluation ran past its {:g} s", limits.timeout_s) +
-              " limit and was killed (an endless loop or a kernel far too slow)" + during;
+    r.error = resident.stretched
+                  ? fmt::format("the index_width run ran past its own {:g} s limit ({:g} x --timeout)",
+                                resident.stretch_timeout_s, kIndexWidthTimeouts)
+                  : fmt::format("the evaluation ran past its {:g} s limit", limits.timeout_s);
+    r.error += " and was killed (an endless loop or a kernel far too slow)" + during;
   } else if (p.signal == SIGSYS) {
     // The sandbox stopped a forbidden system call (sandbox.cpp); its report is dropped from
     // the stderr shown, the kernel's own output kept.

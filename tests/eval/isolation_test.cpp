@@ -6,6 +6,7 @@
 
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
+#include "kforge/resident_watch.hpp"
 #include "test_util.hpp"
 
 namespace kforge {
@@ -77,6 +78,25 @@ TEST(Isolation, EndlessLoopTimesOut) {
   EXPECT_EQ(r.disposition, Disposition::timeout) << r.error;
   EXPECT_FALSE(r.error.empty());
   EXPECT_LT(took, 15.0) << "the worker should be killed near its limit";
+}
+
+// The index_width run's own time limit (ResidentWatch::stretch_*, set by evaluate_isolated): the
+// deadline moves when the marker shows on the child's stderr, and only then.
+TEST(Isolation, TheIndexWidthRunHasATimeLimitOfItsOwn) {
+  const std::vector<std::string> slow{
+      "sh", "-c", "sleep 0.3; echo 'kforge-progress: index_width: gemm at M=65537' >&2; sleep 1.5; echo done"};
+  ResidentWatch stretch{.stretch_marker = "kforge-progress: index_width", .stretch_timeout_s = 6};
+  const ProcessResult p = run_process(slow, {}, {.timeout_s = 1}, stretch);
+  EXPECT_TRUE(p.ok()) << p.describe();
+  EXPECT_TRUE(stretch.stretched);
+  EXPECT_EQ(p.out, "done\n");
+  // Without the marker the same child ends at the evaluation's limit,
+  ResidentWatch other{.stretch_marker = "kforge-progress: shapes", .stretch_timeout_s = 6};
+  EXPECT_TRUE(run_process(slow, {}, {.timeout_s = 1}, other).timed_out);
+  EXPECT_FALSE(other.stretched);
+  // and a stretch never shortens it (0.3 + 0.2 s is before the evaluation's 1 s).
+  ResidentWatch short_stretch{.stretch_marker = "kforge-progress: index_width", .stretch_timeout_s = 0.2};
+  EXPECT_TRUE(run_process(slow, {}, {.timeout_s = 1}, short_stretch).timed_out);
 }
 
 TEST(Isolation, MemoryHogIsCrashedUnderTheLimit) {
