@@ -25,6 +25,7 @@
 #include "kforge/error.hpp"
 #include "kforge/tune.hpp"
 #include "kforge/util.hpp"
+#include "kforge/measure.hpp"
 
 namespace {
 
@@ -35,12 +36,6 @@ struct Row {
   double kforge_s = 0, peer_s = 0, sol = 0, fused_mib = 0, unfused_mib = 0;
   std::vector<double> ratios;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // "2048:64:c" -> S=2048, D=64, causal.
 struct Shape {
@@ -96,7 +91,7 @@ Row run_shape(Backend& backend, const std::string& text, std::int64_t B, std::in
   for (std::size_t r0 = 0; r0 + per <= n; r0 += per) {
     const std::vector<double> a(e.timing->samples.begin() + r0, e.timing->samples.begin() + r0 + per);
     const std::vector<double> b(e.baseline->samples.begin() + r0, e.baseline->samples.begin() + r0 + per);
-    row.ratios.push_back(median(b) / median(a));
+    row.ratios.push_back(median_of(b) / median_of(a));
   }
 
   // Extra memory. Fused: per worker thread the kernel's tiles (query stripes, K and V tiles, one
@@ -147,7 +142,7 @@ int main(int argc, char** argv) {
   for (const auto& r : rows) {
     const auto [lo, hi] = std::minmax_element(r.ratios.begin(), r.ratios.end());
     fmt::print("{:<22} {:>10.2f} {:>11.2f} {:>6.2f}x {:>5.2f}..{:<5.2f} {:>6.3f} {:>10.2f} {:>11.2f}  {}\n",
-               r.shape, r.kforge_s * 1e3, r.peer_s * 1e3, median(r.ratios), *lo, *hi, r.sol,
+               r.shape, r.kforge_s * 1e3, r.peer_s * 1e3, median_of(r.ratios), *lo, *hi, r.sol,
                r.fused_mib, r.unfused_mib, r.params);
   }
   fmt::print("({} rounds of 3 interleaved samples each; ratio = unfused median / kforge median per round; "

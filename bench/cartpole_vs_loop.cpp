@@ -19,23 +19,12 @@
 #include "kforge/backend.hpp"
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
+#include "kforge/measure.hpp"
+#include "load_average.hpp"
 
 namespace {
 
 using namespace kforge;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string load_average() {
-  std::ifstream in("/proc/loadavg");
-  std::string one;
-  in >> one;
-  return one;
-}
 
 struct Row {
   std::int64_t envs, steps;
@@ -93,7 +82,7 @@ int main(int argc, char** argv) {
       EvalRequest fused = request(*backend, n, k, threads, params);
       fused.baseline = true;
       const EvalRequest one = request(*backend, n, 1, threads, params);
-      Row row{n, k, load_average(), {}, {}, {}};
+      Row row{n, k, bench::load_average(), {}, {}, {}};
       for (int r = 0; r < rounds; ++r) {
         double loop = 0;
         row.fused_s.push_back(timed(*backend, fused, &loop));
@@ -104,13 +93,13 @@ int main(int argc, char** argv) {
     }
 
   auto rate = [](const Row& r, const std::vector<double>& t) {
-    return static_cast<double>(r.envs * r.steps) / median(t);
+    return static_cast<double>(r.envs * r.steps) / median_of(t);
   };
   auto ratios = [](const std::vector<double>& peer, const std::vector<double>& ours) {
     std::vector<double> q;
     for (std::size_t i = 0; i < ours.size(); ++i) q.push_back(peer[i] / ours[i]);
     const auto [lo, hi] = std::minmax_element(q.begin(), q.end());
-    return fmt::format("{:6.2f}x {:>5.2f}..{:<5.2f}", median(q), *lo, *hi);
+    return fmt::format("{:6.2f}x {:>5.2f}..{:<5.2f}", median_of(q), *lo, *hi);
   };
   fmt::print("{:>7} {:>5} {:>12} {:>12} {:>12} {:>24} {:>24} {:>5}\n", "envs", "steps", "fused st/s",
              "loop st/s", "unfused st/s", "fused/loop (min..max)", "fused/unfused (min..max)", "load");

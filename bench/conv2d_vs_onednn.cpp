@@ -63,12 +63,6 @@ const std::vector<Shape> kShapes = {
     shape("1ch 512x512 7x7 K=64", 1, 512, 64, 7, 1, 3),
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // One oneDNN convolution prepared at sizes `s`: plain NCHW tensors, or (blocked) the layouts
 // oneDNN prefers, the inputs reordered once beforehand. run() executes it once.
 class OneDnnConv {
@@ -145,7 +139,7 @@ double time_median(OneDnnConv& c) {
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
     total += t.back();
   }
-  return median(t);
+  return median_of(t);
 }
 
 struct Row {
@@ -231,7 +225,7 @@ Row run_shape(Backend& backend, const Ceilings& ceil, const Shape& sh, int budge
   }
   const double flops = problem->flops(req.sizes), bytes = problem->bytes(req.sizes, DType::fp32);
   const auto sol = [&](const std::vector<double>& ms) {
-    return roofline(ceil, DType::fp32, flops, bytes, median(ms) * 1e-3, 0, /*hot=*/true).sol_fraction;
+    return roofline(ceil, DType::fp32, flops, bytes, median_of(ms) * 1e-3, 0, /*hot=*/true).sol_fraction;
   };
   row.sol = sol(row.kf_ms);
   row.sol8c = row.kf8c_ms.empty() ? 0 : sol(row.kf8c_ms);
@@ -278,9 +272,9 @@ int main(int argc, char** argv) {
              "ratio any", "kernel: tuned parameters");
   for (const auto& r : rows)
     fmt::print("{:<24} {:>9.3f} {:>10.3f} {:>10.3f} {:>6.3f} {:>6.3f} {:>6.3f} {:>5.2f}x {:>8} {:>4.2f}x {:>8}  {}: {}\n",
-               r.shape, median(r.kf_ms), median(r.plain_ms), median(r.blocked_ms), r.sol,
-               r.sol_plain, r.sol_blocked, median(r.ratio_plain), spread(r.ratio_plain),
-               median(r.ratio_blocked), spread(r.ratio_blocked), r.kernel, r.params);
+               r.shape, median_of(r.kf_ms), median_of(r.plain_ms), median_of(r.blocked_ms), r.sol,
+               r.sol_plain, r.sol_blocked, median_of(r.ratio_plain), spread(r.ratio_plain),
+               median_of(r.ratio_blocked), spread(r.ratio_blocked), r.kernel, r.params);
   fmt::print("({} rounds each; ratio = oneDNN median time / kforge median time, per round, median "
              "and min..max; >1: kforge faster)\n", rounds);
   // kforge's blocked layout, timed in the same rounds (shapes with C, K multiples of 8).
@@ -294,8 +288,8 @@ int main(int argc, char** argv) {
     for (const auto& r : rows) {
       if (r.kf8c_ms.empty()) continue;
       fmt::print("{:<24} {:>9.3f} {:>10.3f} {:>7.3f} {:>5.2f}x {:>8} {:>5.2f}x {:>8}  {:<26} {:<21} {}\n", r.shape,
-                 median(r.kf8c_ms), median(r.blocked_ms), r.sol8c, median(r.ratio8c_blocked),
-                 spread(r.ratio8c_blocked), median(r.ratio8c_nchw), spread(r.ratio8c_nchw), r.any_layouts,
+                 median_of(r.kf8c_ms), median_of(r.blocked_ms), r.sol8c, median_of(r.ratio8c_blocked),
+                 spread(r.ratio8c_blocked), median_of(r.ratio8c_nchw), spread(r.ratio8c_nchw), r.any_layouts,
                  r.problem8c, r.params8c);
     }
     fmt::print("(ratio any = oneDNN \"any\" / kforge blocked; vs kf nchw = kforge conv2d (NCHW) / kforge blocked; "

@@ -34,25 +34,13 @@
 
 #ifdef KFORGE_BENCH_WITH_DNNL
 #include "dnnl_matmul.hpp"
+#include "load_average.hpp"
 #endif
 
 namespace {
 
 using namespace kforge;
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string load_average() {
-  std::ifstream in("/proc/loadavg");
-  std::string one;
-  in >> one;
-  return one;
-}
 
 Sizes parse_shape(const std::string& s) {  // "1024" or "1000x1000x999"
   std::vector<std::int64_t> d;
@@ -82,7 +70,7 @@ double round_median(const std::function<void()>& call, int min_calls) {
     call();
     s.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
-  return median(s);
+  return median_of(s);
 }
 
 #ifdef KFORGE_BENCH_WITH_DNNL
@@ -190,7 +178,7 @@ int main(int argc, char** argv) {
   for (const auto& row : rows) {
     for (std::size_t j = 0; j < row.c.size(); ++j) {
       const auto& x = row.c[j];
-      const double gflops = row.flops / median(x.seconds) * 1e-9;
+      const double gflops = row.flops / median_of(x.seconds) * 1e-9;
       const double peak = ceil.flops_for(x.dtype) * 1e-9;
       std::vector<double> ratios;
       for (int r = 0; r < rounds; ++r) ratios.push_back(x.seconds[r] / row.c[0].seconds[r]);
@@ -199,13 +187,13 @@ int main(int argc, char** argv) {
         fmt::print("{:<14} {:<44} {:>9.1f} {:>8.2f}\n", row.shape, x.name, gflops, gflops / peak);
       else
         fmt::print("{:<14} {:<44} {:>9.1f} {:>8.2f} {:>13.2f}x {:>6.2f}..{:<6.2f}\n", "", x.name, gflops,
-                   gflops / peak, median(ratios), *lo, *hi);
+                   gflops / peak, median_of(ratios), *lo, *hi);
     }
   }
   fmt::print("({} rounds; a round's figure is a contestant's median call; this / kforge = the contestant's time "
              "over kforge bf16's, per round (above 1: kforge bf16 is faster); of peak = over the ceilings' peak "
              "for the contestant's dtype; cblas_sbgemm {}{}; load average {}; threads {})\n",
              rounds, sbgemm ? "found" : "absent", dnnl_skip_said ? "; oneDNN bf16 matmul not available on this CPU" : "",
-             load_average(), nthreads);
+             bench::load_average(), nthreads);
   return 0;
 }

@@ -40,25 +40,13 @@
 
 #ifdef KFORGE_BENCH_WITH_DNNL
 #include "dnnl_matmul.hpp"
+#include "load_average.hpp"
 #endif
 
 namespace {
 
 using namespace kforge;
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string load_average() {
-  std::ifstream in("/proc/loadavg");
-  std::string one;
-  in >> one;
-  return one;
-}
 
 Sizes parse_shape(const std::string& s) {  // "1024" or "1000x1000x999"
   std::vector<std::int64_t> d;
@@ -77,7 +65,7 @@ double round_median(const std::function<void()>& call, int min_calls) {
     call();
     s.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
-  return median(s);
+  return median_of(s);
 }
 
 // BLIS's typed API (blis.h: trans_t BLIS_NO_TRANSPOSE = 0, dim_t and inc_t 64-bit on x86-64),
@@ -256,25 +244,25 @@ int main(int argc, char** argv) {
       for (int r = 0; r < rounds; ++r) ratios.push_back(num[r] / den[r]);
       const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
       fmt::print("{:<14} {:<36} {:>9.1f} {:>8.2f} {:>15.2f}x {:>6.2f}..{:<6.2f}\n", "", name, gflops,
-                 gflops / (peak * 1e-9), median(ratios), *lo, *hi);
+                 gflops / (peak * 1e-9), median_of(ratios), *lo, *hi);
     };
     std::vector<double> best_peer(rounds, std::numeric_limits<double>::infinity());
     for (const auto& x : row.c)
       if (x.peer)
         for (int r = 0; r < rounds; ++r) best_peer[r] = std::min(best_peer[r], x.seconds[r]);
-    const double g0 = row.flops / median(row.c[0].seconds) * 1e-9;
+    const double g0 = row.flops / median_of(row.c[0].seconds) * 1e-9;
     fmt::print("{:<14} {:<36} {:>9.1f} {:>8.2f}\n", row.shape, row.c[0].name, g0, g0 / (peak * 1e-9));
     for (std::size_t j = 1; j < row.c.size(); ++j)
-      ratio_line(row.c[j].name, row.c[j].seconds, row.c[0].seconds, row.flops / median(row.c[j].seconds) * 1e-9);
-    ratio_line("best peer / kforge default", best_peer, row.c[0].seconds, row.flops / median(best_peer) * 1e-9);
+      ratio_line(row.c[j].name, row.c[j].seconds, row.c[0].seconds, row.flops / median_of(row.c[j].seconds) * 1e-9);
+    ratio_line("best peer / kforge default", best_peer, row.c[0].seconds, row.flops / median_of(best_peer) * 1e-9);
     if (!row.tuned.empty()) {
-      ratio_line("best peer / kforge tuned", best_peer, row.c[1].seconds, row.flops / median(best_peer) * 1e-9);
+      ratio_line("best peer / kforge tuned", best_peer, row.c[1].seconds, row.flops / median_of(best_peer) * 1e-9);
       fmt::print("{:<14} tuned: {}\n", "", row.tuned);
     }
   }
   fmt::print("({} rounds; a round's figure is a contestant's median call; this / kforge = the contestant's time over "
              "kforge default's, per round (above 1: kforge is faster); best peer = the fastest peer of each round; of "
              "peak = over the measured fp32 peak, {:.0f} GFLOP/s; load average {}; threads {})\n",
-             rounds, peak * 1e-9, load_average(), nthreads);
+             rounds, peak * 1e-9, bench::load_average(), nthreads);
   return 0;
 }

@@ -35,6 +35,7 @@
 #include "kforge/measure.hpp"
 #include "kforge/problem.hpp"
 #include "kforge/util.hpp"
+#include "load_average.hpp"
 
 namespace {
 
@@ -44,19 +45,6 @@ double clock_s(bool thread_cpu) {
   timespec ts;
   clock_gettime(thread_cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string load_average() {
-  std::ifstream in("/proc/loadavg");
-  std::string one;
-  in >> one;
-  return one;
 }
 
 struct Variant {
@@ -165,7 +153,7 @@ int main(int argc, char** argv) {
           backend->run(*v.module, v.geometry, args);
           s.push_back(clock_s(cpu_clock) - t0);
         }
-        v.seconds.push_back(median(s));
+        v.seconds.push_back(median_of(s));
       }
 
     fmt::print("{} ({}) {}, {} thread(s), {}, trial {}; fp32 peak {:.1f} GFLOP/s; {} rounds\n", problem_name,
@@ -173,20 +161,20 @@ int main(int argc, char** argv) {
                cpu_clock ? "thread CPU time" : "wall time", trial, peak * 1e-9, rounds);
     fmt::print("{:<34} {:>9} {:>17} {:>8} {:>8} {:>18} {:>8}\n", "variant", "ms", "(min..max)", "GFLOP/s", "of peak",
                "first / this", "of gap");
-    const double t0 = median(vs[0].seconds), t_peak = flops / peak;
+    const double t0 = median_of(vs[0].seconds), t_peak = flops / peak;
     for (const auto& v : vs) {
       std::vector<double> ratio;
       for (int r = 0; r < rounds; ++r) ratio.push_back(vs[0].seconds[r] / v.seconds[r]);
       const auto [lo, hi] = std::minmax_element(v.seconds.begin(), v.seconds.end());
       const auto [rlo, rhi] = std::minmax_element(ratio.begin(), ratio.end());
-      const double t = median(v.seconds);
+      const double t = median_of(v.seconds);
       fmt::print("{:<34} {:>9.2f} {:>7.2f}..{:<8.2f} {:>8.1f} {:>8.2f} {:>6.3f} ({:.2f}..{:.2f}) {:>7.2f}\n", v.label,
-                 t * 1e3, *lo * 1e3, *hi * 1e3, flops / t * 1e-9, flops / t / peak, median(ratio), *rlo, *rhi,
+                 t * 1e3, *lo * 1e3, *hi * 1e3, flops / t * 1e-9, flops / t / peak, median_of(ratio), *rlo, *rhi,
                  (t0 - t) / (t0 - t_peak));
     }
     fmt::print("(ms: the median round; first / this: per round, median (min..max); of gap: (first's time - this "
                "one's) over (first's time - the time at the peak, {:.2f} ms); load average {})\n",
-               t_peak * 1e3, load_average());
+               t_peak * 1e3, bench::load_average());
   } catch (const UsageError& e) {
     fmt::print(stderr, "kernel_phases: {}\n", e.what());
     return 2;

@@ -28,6 +28,7 @@
 #include "kforge/problem.hpp"
 #include "kforge/tune.hpp"
 #include "kforge/util.hpp"
+#include "kforge/measure.hpp"
 
 namespace {
 
@@ -68,15 +69,9 @@ std::string params_text(const ParamValues& p, const ParamValues& shown) {
   return t;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 std::string spread(const std::vector<double>& v) {
   if (v.empty()) return "-";
-  return fmt::format("{:.3f} ({:.3f}..{:.3f})", median(v), *std::min_element(v.begin(), v.end()),
+  return fmt::format("{:.3f} ({:.3f}..{:.3f})", median_of(v), *std::min_element(v.begin(), v.end()),
                      *std::max_element(v.begin(), v.end()));
 }
 

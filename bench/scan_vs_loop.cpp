@@ -30,23 +30,12 @@
 #include "kforge/backend.hpp"
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
+#include "kforge/measure.hpp"
+#include "load_average.hpp"
 
 namespace {
 
 using namespace kforge;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string load_average() {
-  std::ifstream in("/proc/loadavg");
-  std::string one;
-  in >> one;
-  return one;
-}
 
 // Candidates: with many sequences, 16-wide vectors in blocks of 32 or 128 sequences, with and
 // without software prefetch, and 8-wide ones; with few (fewer than 4 per thread), 8- and 16-wide
@@ -98,7 +87,7 @@ class Streams {
       for (auto& t : pool) t.join();
       s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
-    return median(s);
+    return median_of(s);
   }
 
  private:
@@ -168,7 +157,7 @@ Row run_shape(Backend& backend, const std::string& name, std::int64_t batch, std
     if (e.passed() && e.timing && e.timing->median_s < best) best = e.timing->median_s, base.params = p;
   }
   if (best == 1e300) throw std::runtime_error("no configuration of " + name + " passed");
-  Row row{name, batch, time, "", load_average(), {}, {}, {}, {}, {}};
+  Row row{name, batch, time, "", bench::load_average(), {}, {}, {}, {}, {}};
   for (const auto& [k, v] : base.params) row.params += fmt::format("{}{}={}", row.params.empty() ? "" : ",", k, v);
   // The streams loop: the problem's (batch, time) tensors but the output read, the output
   // written; the scan's direction (scan.linear and the n-step window walk forward) and the
@@ -241,12 +230,12 @@ int main(int argc, char** argv) {
   for (const auto& r : rows) {
     const auto [lo, hi] = std::minmax_element(r.ratios.begin(), r.ratios.end());
     fmt::print("{:<22} {:>5} {:>6} {:>11.4f} {:>11.4f} {:>6.2f}x {:>5.2f}..{:<5.2f} {:>5.2f}{} {:>5}  {}\n",
-               r.problem, r.batch, r.time, median(r.kforge_s) * 1e3, median(r.loop_s) * 1e3,
-               median(r.ratios), *lo, *hi, median(r.sol),
-               r.sol_now.empty() ? "" : fmt::format(" {:>5.2f}", median(r.sol_now)), r.load, r.params);
+               r.problem, r.batch, r.time, median_of(r.kforge_s) * 1e3, median_of(r.loop_s) * 1e3,
+               median_of(r.ratios), *lo, *hi, median_of(r.sol),
+               r.sol_now.empty() ? "" : fmt::format(" {:>5.2f}", median_of(r.sol_now)), r.load, r.params);
     if (streams)
-      fmt::print("    {:>6.1f} {:>6.1f} {:>5.2f}\n", median(r.kforge_gbs), median(r.streams_gbs),
-                 median(r.kforge_gbs) / median(r.streams_gbs));
+      fmt::print("    {:>6.1f} {:>6.1f} {:>5.2f}\n", median_of(r.kforge_gbs), median_of(r.streams_gbs),
+                 median_of(r.kforge_gbs) / median_of(r.streams_gbs));
   }
   fmt::print("({} rounds each; ratio = loop median time / kforge median time, per round; SOL = "
              "fraction of the measured bandwidth roof (cached: the best ever measured); now = against the roof "

@@ -25,24 +25,13 @@
 #include "kernel_launcher.hpp"
 #include "kforge/backend.hpp"
 #include "kforge/evaluate.hpp"
+#include "kforge/measure.hpp"
+#include "load_average.hpp"
 
 namespace {
 
 using namespace kforge;
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string load_average() {
-  std::ifstream in("/proc/loadavg");
-  std::string one;
-  in >> one;
-  return one;
-}
 
 // The plain loops a user writes: i-k-j GEMM (C = alpha*A*B, beta = 0) and ReLU of X + bias,
 // compiled -O3 -march=native with this program.
@@ -83,7 +72,7 @@ void run_rounds(Case& k, int rounds, int samples) {
         k.c[j].call();
         s[j].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
       }
-    for (std::size_t j = 0; j < k.c.size(); ++j) k.c[j].round_medians.push_back(median(s[j]));
+    for (std::size_t j = 0; j < k.c.size(); ++j) k.c[j].round_medians.push_back(median_of(s[j]));
   }
 }
 
@@ -173,15 +162,15 @@ int main(int argc, char** argv) {
       for (int r = 0; r < rounds; ++r) ratios.push_back(k.c[0].round_medians[r] / k.c[j].round_medians[r]);
       const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
       if (j == 0)
-        fmt::print("{:<26} {:<34} {:>10.2f}\n", k.name, k.c[j].name, median(k.c[j].round_medians) * 1e6);
+        fmt::print("{:<26} {:<34} {:>10.2f}\n", k.name, k.c[j].name, median_of(k.c[j].round_medians) * 1e6);
       else
         fmt::print("{:<26} {:<34} {:>10.2f} {:>15.2f}x {:>6.2f}..{:<6.2f}\n", "", k.c[j].name,
-                   median(k.c[j].round_medians) * 1e6, median(ratios), *lo, *hi);
+                   median_of(k.c[j].round_medians) * 1e6, median_of(ratios), *lo, *hi);
     }
   }
   fmt::print("({} rounds of {} interleaved calls each; a round's figure is its median call; kforge / this = "
              "kforge's time over the contestant's, per round (below 1: kforge is faster); load average {}; "
              "threads {})\n",
-             rounds, samples, load_average(), nthreads);
+             rounds, samples, bench::load_average(), nthreads);
   return 0;
 }

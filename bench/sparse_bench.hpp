@@ -18,6 +18,7 @@
 #include "kforge/evaluate.hpp"
 #include "kforge/measure.hpp"
 #include "kforge/problem.hpp"
+#include "load_average.hpp"
 
 namespace kforge::bench {
 
@@ -25,13 +26,6 @@ namespace kforge::bench {
 inline std::string ratio_cell(const std::vector<double>& v) {
   const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
   return fmt::format("{:.2f}x ({:.2f}..{:.2f})", median_of(v), *lo, *hi);
-}
-
-inline std::string load_average() {
-  std::ifstream in("/proc/loadavg");
-  std::string one;
-  in >> one;
-  return one;
 }
 
 // "NAME=VALUE" texts to parameter values.

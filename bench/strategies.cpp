@@ -16,16 +16,11 @@
 
 #include "kforge/replay.hpp"
 #include "kforge/util.hpp"
+#include "kforge/measure.hpp"
 
 namespace {
 
 using namespace kforge;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::string evals(double m) { return std::isfinite(m) ? fmt::format("{:.0f}", m) : "-"; }
 
@@ -91,13 +86,13 @@ int main(int argc, char** argv) {
             to1.push_back(x.to_within_1 < 0 ? INFINITY : x.to_within_1);
           }
         }
-        jst["ratio"][std::to_string(b)] = median(ratio);
+        jst["ratio"][std::to_string(b)] = median_of(ratio);
         jst["runs"][std::to_string(b)] = runs;
-        fmt::print(" {:.3f} |", median(ratio));
+        fmt::print(" {:.3f} |", median_of(ratio));
       }
-      jst["to5"] = std::isfinite(median(to5)) ? nlohmann::json(median(to5)) : nlohmann::json();
-      jst["to1"] = std::isfinite(median(to1)) ? nlohmann::json(median(to1)) : nlohmann::json();
-      fmt::print(" {} | {} |\n", evals(median(to5)), evals(median(to1)));
+      jst["to5"] = std::isfinite(median_of(to5)) ? nlohmann::json(median_of(to5)) : nlohmann::json();
+      jst["to1"] = std::isfinite(median_of(to1)) ? nlohmann::json(median_of(to1)) : nlohmann::json();
+      fmt::print(" {} | {} |\n", evals(median_of(to5)), evals(median_of(to1)));
       std::fflush(stdout);
       js["strategies"]["kforge " + names[s]] = jst;
     }

@@ -12,6 +12,7 @@
 #include "kforge/problem.hpp"
 #include "kforge/verify.hpp"
 #include "test_util.hpp"
+#include "verify/index_width_ran.hpp"
 
 namespace kforge {
 namespace {
@@ -75,21 +76,13 @@ TEST(IndexWidthConvMoeAttention, AttentionDeclaresQKVAndOPast2To31ElementsAlongB
   }
 }
 
-bool index_width_ran(const nlohmann::json& doc) {
-  for (const auto& c : doc.at("verify").at("checks"))
-    if (c.value("name", "") == "index_width" && c.value("passed", false) &&
-        c.value("detail", "").rfind("passed at", 0) == 0)
-      return true;
-  return false;
-}
-
 void expect_library_passes(const std::string& problem, const std::string& sizes, const std::string& more = "") {
   const auto r = test::kforge_cli("verify " + problem + " --backend cpu --size " + sizes + more + " --index-width --json");
   ASSERT_EQ(r.exit_code, 0) << problem << r.out << r.err;
   const auto j = test::parse_or_fail(r);
   const nlohmann::json& doc = j.is_array() ? j.at(0) : j;
   EXPECT_EQ(doc.value("disposition", ""), "passed") << r.out;
-  EXPECT_TRUE(index_width_ran(doc)) << problem << ": index_width did not run\n" << r.out;
+  EXPECT_TRUE(test::index_width_ran(doc)) << problem << ": index_width did not run\n" << r.out;
 }
 
 // The library's kernels, the cheapest runs: conv2d_1x1 (R = S = 1) and the grouped GEMM.
@@ -128,7 +121,7 @@ void expect_passed(const test::CommandResult& good) {
   ASSERT_EQ(good.exit_code, 0) << good.out << good.err;
   const auto g = test::parse_or_fail(good);
   EXPECT_EQ(g.value("disposition", ""), "passed") << good.out;
-  EXPECT_TRUE(index_width_ran(g)) << good.out;
+  EXPECT_TRUE(test::index_width_ran(g)) << good.out;
 }
 
 const std::string kConv = " --problem conv2d --lang cpp --entry conv2d --grid N"

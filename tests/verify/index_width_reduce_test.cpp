@@ -9,6 +9,7 @@
 
 #include "kforge/problem.hpp"
 #include "test_util.hpp"
+#include "verify/index_width_ran.hpp"
 
 namespace kforge {
 namespace {
@@ -80,21 +81,13 @@ TEST(IndexWidthReduce, TheColumnMaxAndArgmaxExpectOneZeroRowBeforeTheLiveOnes) {
   }
 }
 
-bool index_width_ran(const nlohmann::json& doc) {
-  for (const auto& c : doc.at("verify").at("checks"))
-    if (c.value("name", "") == "index_width" && c.value("passed", false) &&
-        c.value("detail", "").rfind("passed at", 0) == 0)
-      return true;
-  return false;
-}
-
 // The library's column sum through the wide run: every column sums 2^16 - 1 zero rows and two
 // live ones, read across flat index 2^31.
 TEST(IndexWidthReduce, TheLibraryColumnSumPasses) {
   const auto r = test::kforge_cli("verify reduce.sum_axis0 --backend cpu --size M=37,N=45 --index-width --json");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto j = test::parse_or_fail(r);
-  EXPECT_TRUE(index_width_ran(j.is_array() ? j.at(0) : j)) << r.out;
+  EXPECT_TRUE(test::index_width_ran(j.is_array() ? j.at(0) : j)) << r.out;
 }
 
 TEST(IndexWidthReduce, A32BitRowStartIsRejectedAndTheLibraryKernelPasses) {
@@ -111,7 +104,7 @@ TEST(IndexWidthReduce, A32BitRowStartIsRejectedAndTheLibraryKernelPasses) {
   const auto g = test::parse_or_fail(good);
   const nlohmann::json& doc = g.is_array() ? g.at(0) : g;
   EXPECT_EQ(doc.value("disposition", ""), "passed") << good.out;
-  EXPECT_TRUE(index_width_ran(doc)) << "index_width did not run:\n" << good.out;
+  EXPECT_TRUE(test::index_width_ran(doc)) << "index_width did not run:\n" << good.out;
 }
 
 // The library's column max and argmax through the wide run: every column's zero rows and two
@@ -121,7 +114,7 @@ TEST(IndexWidthReduce, TheLibraryColumnMaxAndArgmaxPassAndA32BitColumnMaxIsRejec
     const auto r = test::kforge_cli(std::string("verify ") + name + " --backend cpu --size M=37,N=45 --index-width --json");
     ASSERT_EQ(r.exit_code, 0) << name << r.out << r.err;
     const auto j = test::parse_or_fail(r);
-    EXPECT_TRUE(index_width_ran(j.is_array() ? j.at(0) : j)) << name << r.out;
+    EXPECT_TRUE(test::index_width_ran(j.is_array() ? j.at(0) : j)) << name << r.out;
   }
   const std::string wrong = std::string(KFORGE_TEST_DATA) + "/../verify/wrong/reduce_int32_column_index.cpp";
   const auto bad = test::kforge_cli("eval --problem reduce.max_axis0 --lang cpp --entry max_axis0 --source " + wrong +
