@@ -20,7 +20,7 @@
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
 #include "kforge/measure.hpp"
-#include "load_average.hpp"
+#include "bench_host.hpp"
 
 namespace {
 

@@ -40,7 +40,7 @@
 
 #ifdef KFORGE_BENCH_WITH_DNNL
 #include "dnnl_matmul.hpp"
-#include "load_average.hpp"
+#include "bench_host.hpp"
 #endif
 
 namespace {

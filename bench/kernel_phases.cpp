@@ -35,17 +35,11 @@
 #include "kforge/measure.hpp"
 #include "kforge/problem.hpp"
 #include "kforge/util.hpp"
-#include "load_average.hpp"
+#include "bench_host.hpp"
 
 namespace {
 
 using namespace kforge;
-
-double clock_s(bool thread_cpu) {
-  timespec ts;
-  clock_gettime(thread_cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 struct Variant {
   std::string label;
@@ -147,11 +141,11 @@ int main(int argc, char** argv) {
     for (int r = 0; r < rounds; ++r)
       for (auto& v : vs) {
         std::vector<double> s;
-        const double start = clock_s(cpu_clock);
-        while (static_cast<int>(s.size()) < min_calls || clock_s(cpu_clock) - start < 0.2) {
-          const double t0 = clock_s(cpu_clock);
+        const double start = bench::clock_s(cpu_clock);
+        while (static_cast<int>(s.size()) < min_calls || bench::clock_s(cpu_clock) - start < 0.2) {
+          const double t0 = bench::clock_s(cpu_clock);
           backend->run(*v.module, v.geometry, args);
-          s.push_back(clock_s(cpu_clock) - t0);
+          s.push_back(bench::clock_s(cpu_clock) - t0);
         }
         v.seconds.push_back(median_of(s));
       }

@@ -24,16 +24,11 @@
 #include "kforge/backend.hpp"
 #include "kforge/measure.hpp"
 #include "kforge/problem.hpp"
+#include "bench_host.hpp"
 
 namespace {
 
 using namespace kforge;
-
-double clock_s(bool thread_cpu) {
-  timespec ts;
-  clock_gettime(thread_cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 struct Variant {
   std::string name;
@@ -135,9 +130,9 @@ int main(int argc, char** argv) {
         for (std::size_t v = 0; v < vs.size(); ++v) {
           const LaunchGeometry g = spec.geometry(vs[v].params, sizes);
           for (int q = 0; q < reps; ++q) {
-            const double t0 = clock_s(cpu_clock);
+            const double t0 = bench::clock_s(cpu_clock);
             backend->run(*vs[v].module, g, in.args);
-            t[v].push_back(clock_s(cpu_clock) - t0);
+            t[v].push_back(bench::clock_s(cpu_clock) - t0);
           }
           if (r > 0) continue;
           backend->read(*in.bufs.back(), y.data(), y.size() * sizeof(float));
@@ -166,9 +161,9 @@ int main(int argc, char** argv) {
     const LaunchGeometry geo = gs.geometry(params, sizes);
     std::vector<double> t;
     for (int q = 0; q < rounds * reps; ++q) {
-      const double t0 = clock_s(cpu_clock);
+      const double t0 = bench::clock_s(cpu_clock);
       backend->run(*m, geo, in.args);
-      t.push_back(clock_s(cpu_clock) - t0);
+      t.push_back(bench::clock_s(cpu_clock) - t0);
     }
     fmt::print("gemm M={} N={} K={} (defaults): {:.2f} ms, {:.1f} GF/s\n", T * K, F, H, median_of(t) * 1e3,
                g->flops(sizes) / median_of(t) / 1e9);

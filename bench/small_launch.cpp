@@ -26,7 +26,7 @@
 #include "kforge/backend.hpp"
 #include "kforge/evaluate.hpp"
 #include "kforge/measure.hpp"
-#include "load_average.hpp"
+#include "bench_host.hpp"
 
 namespace {
 

@@ -18,7 +18,7 @@
 #include "kforge/evaluate.hpp"
 #include "kforge/measure.hpp"
 #include "kforge/problem.hpp"
-#include "load_average.hpp"
+#include "bench_host.hpp"
 
 namespace kforge::bench {
 
