@@ -91,8 +91,10 @@ int main(int argc, char** argv) {
                threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
   else
     fmt::print("spmm, M = K = {}, N = {}; {} on {}\n", M, N, backend_name, backend->device());
-  fmt::print("| matrix | nnz | BS | fill | EC | {} (CSR) ms | {} ms | CSR / blocked-ELL | load |\n", csr_name, bell_name);
-  fmt::print("|---|---:|---:|---:|---:|---:|---:|---|---:|\n");
+  fmt::print("| matrix | nnz | BS | fill | EC | {} (CSR) ms | CSR SOL% | {} ms | blocked-ELL SOL% | CSR / blocked-ELL | load |\n",
+             csr_name, bell_name);
+  fmt::print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");
+  const Ceilings roofs = ceilings(*backend);
   for (const auto& input : inputs) {
     const std::int64_t nnz = std::llround(input.density * M * M);
     for (const std::int64_t bs : blocks) {
@@ -146,12 +148,22 @@ int main(int argc, char** argv) {
         t_bell.push_back(measure([&] { return bell(bell_args); }, o).median_s);
         ratio.push_back(t_csr.back() / t_bell.back());
       }
-      fmt::print("| {} | {} | {} | {:.2f} | {} | {:.3f} | {:.3f} | {} | {} |\n", input.name, a.nnz(), bs, e.fill(), ec,
-                 median_of(t_csr) * 1e3, median_of(t_bell) * 1e3, bench::ratio_cell(ratio), bench::load_average());
+      // SOL of each kernel by its own problem's model (its FLOPs on the true nonzeros, its format's
+      // fewest bytes: CSR's index per nonzero, blocked-ELL's index per tile) at its median, against
+      // the roof of the level those bytes fit (hot: the inputs stay in cache between runs).
+      Sizes sb_true = sb;
+      sb_true["NNZ"] = std::max<std::int64_t>(1, a.nnz());
+      const auto sol = [&](const Problem& p, const Sizes& s, const std::vector<double>& t) {
+        return 100 * roofline(roofs, DType::fp32, p.flops(s), p.bytes(s, DType::fp32), median_of(t), 0, /*hot=*/true).sol_fraction;
+      };
+      fmt::print("| {} | {} | {} | {:.2f} | {} | {:.3f} | {:.1f} | {:.3f} | {:.1f} | {} | {} |\n", input.name, a.nnz(), bs,
+                 e.fill(), ec, median_of(t_csr) * 1e3, sol(*csr_problem, sc, t_csr), median_of(t_bell) * 1e3,
+                 sol(*bell_problem, sb_true, t_bell), bench::ratio_cell(ratio), bench::load_average());
     }
   }
   fmt::print("({} rounds; each round times CSR then blocked-ELL, median of its samples; ratio = CSR time / blocked-ELL time "
              "per round, median (min..max): > 1 blocked-ELL faster; fill = nonzero share of the stored tile cells; EC = "
-             "slots per block row; load = 1-minute load average)\n", rounds);
+             "slots per block row; SOL% = the kernel's share of the roofline for its problem's FLOPs and its format's fewest bytes; "
+             "load = 1-minute load average)\n", rounds);
   return 0;
 }
