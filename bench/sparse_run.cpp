@@ -8,8 +8,12 @@
 // time per launch, which at --threads 1 is the kernel's own (the pool's caller runs every
 // block) and leaves out the time slices other processes take on a loaded host. --param NAME=VALUE overrides a default parameter and --spec
 // runs a kernel spec on disk (its source beside it) instead of the library's: how a candidate is
-// compared with the library kernel, interleaved, before it replaces it.
+// compared with the library kernel, interleaved, before it replaces it. --structure DIR takes the
+// sparse matrix from DIR instead of the generator (row_ptr.f32, col_idx.f32 and, if present,
+// values.f32, raw float32 as --dump writes them): M and NNZ come from row_ptr, K from --k; how
+// bench/spmm_vs_scipy.py --graphs runs real graphs.
 #include <algorithm>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +24,7 @@
 
 #include "kforge/kernel_json.hpp"
 #include "kforge/measure.hpp"
+#include "kforge/sparse.hpp"
 #include "kforge/util.hpp"
 #include "sparse_bench.hpp"
 
@@ -27,7 +32,7 @@ using namespace kforge;
 
 int main(int argc, char** argv) {
   CLI::App app{"one timed spmm or sddmm (cpu backend), for bench/spmm_vs_scipy.py"};
-  std::string problem = "spmm", dump, spec_path;
+  std::string problem = "spmm", dump, spec_path, structure;
   std::vector<std::string> params;
   std::int64_t m = 1024, k = 1024, w = 64, nnz = 104858;
   int reps = 5, threads = 0;
@@ -44,7 +49,26 @@ int main(int argc, char** argv) {
   app.add_option("--spec", spec_path, "a kernel spec JSON on disk (source beside it) instead of the library kernel")
       ->check(CLI::ExistingFile);
   app.add_option("--dump", dump, "a folder to write the tensors and the output to, as raw float32");
+  app.add_option("--structure", structure, "a folder with the matrix as raw float32 (row_ptr.f32, col_idx.f32, values.f32)")
+      ->check(CLI::ExistingDirectory);
   CLI11_PARSE(app, argc, argv);
+
+  const auto read_f32 = [&](const std::string& name) {
+    const std::string path = structure + "/" + name + ".f32";
+    std::vector<double> v;
+    if (!std::filesystem::exists(path)) return v;
+    const std::string bytes = read_file(path);
+    std::vector<float> f(bytes.size() / sizeof(float));
+    std::memcpy(f.data(), bytes.data(), f.size() * sizeof(float));
+    return std::vector<double>(f.begin(), f.end());
+  };
+  std::vector<double> row_ptr, col_idx, values;
+  if (!structure.empty()) {
+    row_ptr = read_f32("row_ptr"), col_idx = read_f32("col_idx"), values = read_f32("values");
+    if (row_ptr.size() < 2 || col_idx.size() != static_cast<std::size_t>(row_ptr.back()))
+      throw UsageError("--structure " + structure + ": row_ptr.f32 must hold M + 1 offsets and col_idx.f32 row_ptr[M] indices");
+    m = static_cast<std::int64_t>(row_ptr.size()) - 1, nnz = static_cast<std::int64_t>(row_ptr.back());
+  }
 
   const auto p = find_problem(problem);
   const std::string width = problem == "spmm" ? "N" : "D";
@@ -52,7 +76,12 @@ int main(int argc, char** argv) {
   p->check_sizes(sizes);
   const Scalars uniform{{"pattern", 0}};
   auto backend = make_backend("cpu", {.threads = threads});
-  const Instance in = p->make_instance(sizes, DType::fp32, Distribution::normal, seed, 1, uniform);
+  Instance in = p->make_instance(sizes, DType::fp32, Distribution::normal, seed, 1, uniform);
+  if (!structure.empty()) {
+    sparse::validate_csr("--structure " + structure, row_ptr.data(), col_idx.data(), m, k, nnz);
+    in.tensors[0] = row_ptr, in.tensors[1] = col_idx;
+    if (!values.empty() && problem == "spmm") in.tensors[2] = values;
+  }
   const ParamValues overrides = bench::parse_params(params);
   const auto kernel = [&] {
     if (spec_path.empty()) return bench::prepare(*backend, *p, sizes, overrides);

@@ -22,6 +22,10 @@ runs every block then; with more threads the workers' time is not counted). --kf
 NAME=VALUE runs kforge's kernel with a parameter other than its default.
 
   python3 bench/spmm_vs_scipy.py --rows 1024,4096 --cols 64,256 --sparsity 0.7,0.9,0.99 --rounds 3
+
+--graphs Minnesota,Airfoil,Bunny,Logo runs real graphs instead: the adjacency matrices pygsp ships in
+its package (a road network, a finite-element mesh, a 3-D scan's nearest neighbours, installed into
+bench/.venv with pip; nothing downloaded), at every --cols.
 """
 import argparse
 import json
@@ -80,12 +84,67 @@ def spread(v, unit=""):
     return f"{statistics.median(v):.4g}{unit} ({min(v):.4g}..{max(v):.4g})"
 
 
+def real_graph(name, folder):
+    """A real graph bundled with pygsp (read from its package data, no download) as CSR raw
+    float32 files in `folder` (the adjacency's structure and weights): Minnesota (road network),
+    Airfoil (a finite-element mesh), Bunny (nearest neighbours of a 3-D scan), Logo. Returns
+    (nodes, edges)."""
+    import warnings
+    import numpy as np
+    bench_venv.install_here("pygsp")
+    from pygsp import graphs
+    warnings.filterwarnings("ignore", category=FutureWarning)  # scipy on pygsp's degree matrix
+    a = getattr(graphs, name)().W.tocsr().astype(np.float32)
+    a.sort_indices()
+    a.indptr.astype(np.float32).tofile(os.path.join(folder, "row_ptr.f32"))
+    a.indices.astype(np.float32).tofile(os.path.join(folder, "col_idx.f32"))
+    a.data.tofile(os.path.join(folder, "values.f32"))
+    return a.shape[0], a.nnz
+
+
+def compare(args, env, runner, threads, timer, key, problem, m, w, nnz, structure=None):
+    """kforge (each thread count) and the peer on one shape, --rounds rounds in turn: the table
+    row's cells after its first columns."""
+    kf = {t: [] for t in threads}
+    sol = {t: [] for t in threads}
+    ratio = {t: [] for t in threads}
+    peer_s = []
+    with tempfile.TemporaryDirectory(prefix="kforge-scipy-") as folder:
+        for r in range(args.rounds):
+            for t in threads:
+                cmd = [runner, "--problem", problem, "--m", str(m), "--k", str(m), "--w", str(w),
+                       "--nnz", str(nnz), "--reps", str(args.reps), "--threads", str(t)]
+                if structure:
+                    cmd += ["--structure", structure]
+                for kp in args.kforge_param:
+                    cmd += ["--param", kp]
+                if r == 0 and t == threads[0]:
+                    cmd += ["--dump", folder]
+                out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+                if out.returncode != 0:
+                    raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr}")
+                res = json.loads(out.stdout.strip().splitlines()[-1])
+                kf[t].append(res[key])
+                sol[t].append(res["sol_fraction"])
+            secs, err = peer(problem, folder, m, m, w, args.reps, timer)
+            if err > 1e-4:
+                raise SystemExit(f"{problem} M={m} w={w} nnz {nnz}: scipy and kforge differ (relative {err:.3g})")
+            peer_s.append(secs)
+            for t in threads:
+                ratio[t].append(secs / kf[t][-1])
+    cells = " | ".join(f"{spread([v * 1e3 for v in kf[t]])} | {spread(ratio[t], 'x')} | "
+                       f"{100 * statistics.median(sol[t]):.1f}%" for t in threads)
+    return f"{spread([v * 1e3 for v in peer_s])} | {cells}"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--problems", default="spmm,sddmm")
     ap.add_argument("--rows", default="1024,4096", help="M = K")
     ap.add_argument("--cols", default="64,256", help="spmm's N, sddmm's D")
     ap.add_argument("--sparsity", default="0.7,0.9,0.99")
+    ap.add_argument("--graphs", default="", help="real graphs bundled with pygsp instead of the generator: "
+                    "Minnesota, Airfoil, Bunny, Logo (M = K = nodes)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--kforge-threads", default="1,2", help="kforge's thread counts, one column each")
@@ -102,12 +161,21 @@ def main():
         raise SystemExit("--clock cpu times the calling thread only: use it with --kforge-threads 1")
     timer, key = (time.thread_time, "cpu_median_s") if args.clock == "cpu" else (time.perf_counter, "median_s")
     import scipy
-    print(f"# kforge spmm/sddmm vs scipy {scipy.__version__} (one thread), uniform pattern, M = K; {args.rounds} "
+    print(f"# kforge spmm/sddmm vs scipy {scipy.__version__} (one thread), {'pygsp graphs' if args.graphs else 'uniform pattern'}, M = K; {args.rounds} "
           f"rounds x {args.reps} reps; CPU timings ({args.clock} clock); load average {os.getloadavg()[0]:.2f} at start")
     head = " | ".join(f"kforge {t}T ms | scipy / kforge {t}T | SOL {t}T" for t in threads)
     print(f"| problem | M=K | N or D | sparsity | scipy ms | {head} |")
     print("|---|---:|---:|---:|---:|" + "---:|---|---:|" * len(threads))
     for problem in args.problems.split(","):
+        if args.graphs:
+            for name in args.graphs.split(","):
+                with tempfile.TemporaryDirectory(prefix="kforge-graph-") as structure:
+                    m, nnz = real_graph(name, structure)
+                    for w in [int(v) for v in args.cols.split(",")]:
+                        row = compare(args, env, runner, threads, timer, key, problem, m, w, nnz, structure)
+                        print(f"| {problem} | {name} ({m} nodes, {nnz} edges) | {w} | {100 * (1 - nnz / m / m):.2f}% | {row} |",
+                              flush=True)
+            continue
         for m in [int(v) for v in args.rows.split(",")]:
             for w in [int(v) for v in args.cols.split(",")]:
                 for s in [float(v) for v in args.sparsity.split(",")]:
@@ -115,36 +183,8 @@ def main():
                     if nnz >= 1 << 24:  # the problems' limit: indices travel exactly in fp32
                         print(f"| {problem} | {m} | {w} | {s:.0%} | skipped: {nnz} nonzeros, the problem takes fewer than 2^24 |")
                         continue
-                    kf = {t: [] for t in threads}
-                    sol = {t: [] for t in threads}
-                    ratio = {t: [] for t in threads}
-                    peer_s = []
-                    with tempfile.TemporaryDirectory(prefix="kforge-scipy-") as folder:
-                        for r in range(args.rounds):
-                            for t in threads:
-                                cmd = [runner, "--problem", problem, "--m", str(m), "--k", str(m), "--w", str(w),
-                                       "--nnz", str(nnz), "--reps", str(args.reps), "--threads", str(t)]
-                                for kp in args.kforge_param:
-                                    cmd += ["--param", kp]
-                                if r == 0 and t == threads[0]:
-                                    cmd += ["--dump", folder]
-                                out = subprocess.run(cmd, env=env, capture_output=True, text=True)
-                                if out.returncode != 0:
-                                    raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr}")
-                                res = json.loads(out.stdout.strip().splitlines()[-1])
-                                kf[t].append(res[key])
-                                sol[t].append(res["sol_fraction"])
-                            secs, err = peer(problem, folder, m, m, w, args.reps, timer)
-                            if err > 1e-4:
-                                raise SystemExit(f"{problem} M={m} w={w} sparsity {s}: scipy and kforge differ "
-                                                 f"(relative {err:.3g})")
-                            peer_s.append(secs)
-                            for t in threads:
-                                ratio[t].append(secs / kf[t][-1])
-                    cells = " | ".join(f"{spread([v * 1e3 for v in kf[t]])} | {spread(ratio[t], 'x')} | "
-                                       f"{100 * statistics.median(sol[t]):.1f}%" for t in threads)
-                    print(f"| {problem} | {m} | {w} | {100 * s:.0f}% | {spread([v * 1e3 for v in peer_s])} | {cells} |",
-                          flush=True)
+                    row = compare(args, env, runner, threads, timer, key, problem, m, w, nnz)
+                    print(f"| {problem} | {m} | {w} | {100 * s:.0f}% | {row} |", flush=True)
     print(f"# load average {os.getloadavg()[0]:.2f} at end")
 
 
