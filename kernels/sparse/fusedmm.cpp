@@ -118,13 +118,27 @@ static void update(float* out, const float* w, const float* col, int n, const fl
   }
 }
 
+// ---- Y != Z, staged (STAGE = 1): spmm.cpu's row code for the update ----
+// spmm_rows() with its parameters: NV (the same meaning), KP and KMIN (its 2-D tiles, the same
+// values as ours), UN = 1 and L2KB = 0 (spmm.cpu's defaults), and ZPD as its prefetch distance
+// PD (ours prefetches Y in the dot phase; spmm.cpu's default 4 is the Z prefetch the pair has).
+#if STAGE
+#pragma push_macro("PD")
+#undef PD
+#define PD ZPD
+#define UN 1
+#define L2KB 0
+#include "kernels/common/spmm_rows.hpp"  // spmm_rows: spmm.cpu's CSR rows, 2-D tiles and Z prefetch
+#pragma pop_macro("PD")
+#endif
+
 // ---- 2-D tiles (KP > 0) ----
 // Rows [r0, r1) K range by K range: range q holds the rows of Y (and Z) in [q KR, (q+1) KR),
 // KR * 4 (D + N) bytes <= KP KiB (4D with Z = Y), so the block's rows gather them from L2.
 // cur[i]: row r0 + i's first nonzero not yet done; the range's segment runs to the first column
 // at or past the range's end (the last range takes the rest: rows whose columns do not ascend
 // are still partitioned, each nonzero done once, in stored order).
-static void block_2d(const float* row_ptr, const float* col_idx, const float* X, const float* Y, const float* Z,
+static void block_ranges(const float* row_ptr, const float* col_idx, const float* X, const float* Y, const float* Z,
                      float* out, int r0, int r1, int D, int N, int KR, int nq, bool sigmoid) {
   int* cur = (int*)scratch(0, 4LL * (r1 - r0));
   for (int r = r0; r < r1; ++r) cur[r - r0] = (int)row_ptr[r];
@@ -172,9 +186,26 @@ static void fusedmm_block(const kf_ctx& ctx, const float* row_ptr, const float* 
     const int nq = K > 0 ? (K + KR - 1) / KR : 1;
     const double uses = ((double)row_ptr[r1] - row_ptr[r0]) / (K > 0 ? K : 1);
     if (nq > 1 && 8.0 * uses >= KMIN && r1 > r0) {
-      block_2d(row_ptr, col_idx, X, Y, Z, out, r0, r1, D, N, KR, nq, sigmoid);
+      block_ranges(row_ptr, col_idx, X, Y, Z, out, r0, r1, D, N, KR, nq, sigmoid);
       return;
     }
+  }
+#endif
+#if STAGE
+  // Y != Z: the block's sampled values into per-thread scratch (its nonzeros' floats: 210 KiB at
+  // 4096 rows 90% in 32 blocks, from L2 for the update, where the pair writes them to memory and
+  // reads them back), then spmm.cpu's code on them. A row's last group of 8 may store up to 7
+  // sums past its end: into the next rows' slots, which those rows then overwrite (rows go in
+  // order), or into the 8 floats of slack after the block's last.
+  if (Z != Y && r1 > r0) {
+    const int P0 = (int)row_ptr[r0], P = (int)row_ptr[r1] - P0;
+    float* wv = (float*)scratch(2, 4LL * (P + 8));
+    for (int r = r0; r < r1; ++r) {
+      const int p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];
+      if (p0 < p1) dots(X + (long long)r * D, col_idx + p0, p1 - p0, Y, D, col_idx + p0, pend - p0, sigmoid, wv + (p0 - P0));
+    }
+    spmm_rows(row_ptr, col_idx, wv - P0, Z, out, K, N, r0, r1, 0, N);
+    return;
   }
 #endif
   float w[CH];

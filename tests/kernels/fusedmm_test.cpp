@@ -124,13 +124,41 @@ TEST(SparseFusedmmCpu, PassesEveryPatternAtOddShapes) {
 // (a tile of 4 vectors, one vector, 5 scalars at NV = 8), N = 130 (two 64-column tiles and 2
 // scalars); rows shorter than a group of 8, longer than a chunk, empty rows (pattern 5), one
 // dense row (pattern 6); the protocol poisons out, so a row left unwritten fails.
+// STAGE = 0: the protocol's Y and Z are two buffers, which the default (STAGE = 1) sends through
+// the staged path; these cases keep the chunked update (the path Z = Y takes) under the protocol.
 TEST(SparseFusedmmCpu, RegisterTilesAtOddWidths) {
   auto backend = make_backend("cpu");
   for (const int pattern : {0, 2, 5, 6})
-    expect_passes(*backend, {41, 67, 19, 45, 700, {{"CH", 16}, {"NV", 8}, {"PD", 8}, {"RBLOCKS", 5}}}, pattern);
-  expect_passes(*backend, {23, 29, 37, 130, 500, {{"CH", 8}, {"NV", 8}, {"PD", 16}}}, 6);
-  expect_passes(*backend, {19, 23, 8, 9, 437, {{"CH", 64}, {"NV", 2}, {"PD", 0}}});  // every row dense
-  expect_passes(*backend, {37, 41, 3, 7, 300, {{"NV", 4}}}, 5);                      // D, N below a vector
+    expect_passes(*backend, {41, 67, 19, 45, 700, {{"CH", 16}, {"NV", 8}, {"PD", 8}, {"RBLOCKS", 5}, {"STAGE", 0}}}, pattern);
+  expect_passes(*backend, {23, 29, 37, 130, 500, {{"CH", 8}, {"NV", 8}, {"PD", 16}, {"STAGE", 0}}}, 6);
+  expect_passes(*backend, {19, 23, 8, 9, 437, {{"CH", 64}, {"NV", 2}, {"PD", 0}, {"STAGE", 0}}});  // every row dense
+  expect_passes(*backend, {37, 41, 3, 7, 300, {{"NV", 4}, {"STAGE", 0}}}, 5);                      // D, N below a vector
+}
+
+// The staged path (Y != Z, STAGE = 1: the block's sampled values into scratch, then spmm.cpu's
+// row code, its prefetch ZPD and its 2-D tiles) at odd shapes: every pattern with D = 64 (whole
+// groups of 8 stored as a vector, so a row's last group writes sums past its end), D = 19 (the
+// scalar tail), N = 45 and 130 (spmm_rows' tails), ZPD on and off, spmm_rows' own 2-D tiles
+// (K = 3001, KP = 64: its ranges of 256 rows of Z).
+TEST(SparseFusedmmCpu, StagedUpdateAtOddShapes) {
+  auto backend = make_backend("cpu");
+  for (int pattern = 0; pattern < sparse::kPatternCount; ++pattern)
+    expect_passes(*backend, {41, 67, 64, 45, 700, {{"RBLOCKS", 5}, {"ZPD", 4}}}, pattern);
+  expect_passes(*backend, {23, 29, 19, 130, 500, {{"ZPD", 0}, {"NV", 4}}}, 6);
+  expect_passes(*backend, {31, 3001, 64, 45, 6000, {{"KP", 64}, {"KMIN", 64}, {"RBLOCKS", 2}}});  // spmm_rows' tiles
+  expect_passes(*backend, {29, 31, 64, 70, 1, {}});  // one nonzero: a group of 8 in 8 floats of slack
+}
+
+// The staged path's order matters: a row's last group of 8 may store sums past its end, which the
+// next row overwrites only because rows go in order; walking them backwards must be rejected.
+TEST(SparseFusedmmCpu, StagedRowsOutOfOrderAreRejected) {
+  auto backend = make_backend("cpu");
+  EvalRequest req = test::library_request("fusedmm", "cpu", {{"M", 41}, {"K", 67}, {"D", 64}, {"N", 45}, {"NNZ", 700}});
+  test::plant(req, "for (int r = r0; r < r1; ++r) {\n      const int p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];\n      if (p0 < p1) dots(",
+              "for (int r = r1 - 1; r >= r0; --r) {\n      const int p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];\n      if (p0 < p1) dots(");
+  req.verify.trials = 2;
+  const EvalResult r = evaluate(req, *backend);
+  EXPECT_EQ(r.disposition, Disposition::incorrect) << r.error;
 }
 
 // Planted errors in the new paths must be rejected: a lane of the 8-dot reduction taken from the
