@@ -37,10 +37,19 @@
 // Z = Y is seen as the same pointer (no flag in the problem: the problem's inputs stay the
 // general case, and a caller who passes one buffer gets the single gather without asking).
 //
+// Y != Z (STAGE = 1, where the 2-D tiles do not run): the block's sampled values into
+// per-thread scratch, then spmm.cpu's own row code on them (kernels/common/spmm_rows.hpp: its Z
+// prefetch at distance ZPD, its 2-D tiles), so the update is the pair's spmm less the sampled
+// values' trip to memory (round 8 measured the chunked update slower than that spmm; with Z = Y
+// the chunked update's L1 reuse wins instead). Each element sums its row in order, as above:
+// the staged and chunked paths add the same products in the same order (equal bits at the
+// bench's 8 shapes).
+//
 // Parameters (#defines): CH nonzeros per chunk (a multiple of 8), NV vectors of the update's
 // register tile, VW floats per vector (0: widest), RBLOCKS row blocks, PD the prefetch distance
 // in nonzeros (0: none), KP the 2-D tiles' range of Y (and Z) in KiB (0: one pass), KMIN eight
-// times the least mean uses of a row of Y in the block for the 2-D tiles.
+// times the least mean uses of a row of Y in the block for the 2-D tiles, STAGE 1 for the
+// staged update with Y != Z (0: the chunked one), ZPD the staged update's Z prefetch distance.
 #include <cmath>
 
 #define CW (NV * KF_VW)
@@ -49,10 +58,12 @@
 #include "kernels/common/dot8.hpp"             // dot8: 8 dot products, one shuffle-tree sum (sddmm.cpu's too)
 #include "kernels/common/scratch.hpp"          // scratch(): the 2-D tiles' row cursors, per thread
 
-// w[0:n] = op(x · Y[c_i]) for the n <= CH nonzeros at col, 8 at a time (a short last group
-// repeats its first column; those sums are not kept).
-__attribute__((always_inline)) static inline void dots(const float* x, const float* col, int n, const float* Y, int D, const float* pcol, int pn,
-                        bool sigmoid, float* w) {
+// w[0:n] = op(x · Y[c_i]) for the n nonzeros at col, 8 at a time (a short last group repeats
+// its first column; those sums are not kept, but with D a whole number of vectors and op 0 the
+// group is stored whole: w needs room up to n rounded up to 8). n <= CH from the chunked paths
+// (w: CH floats on the stack), a whole row from the staged path (w: scratch, see there).
+__attribute__((always_inline)) static inline void dots(const float* x, const float* col, int n, const float* Y,
+                                                       int D, const float* pcol, int pn, bool sigmoid, float* w) {
   (void)pcol, (void)pn;
   for (int g = 0; g < n; g += 8) {
     const float* y[8];
@@ -141,7 +152,7 @@ __attribute__((always_inline)) static inline void update(float* out, const float
 // at or past the range's end (the last range takes the rest: rows whose columns do not ascend
 // are still partitioned, each nonzero done once, in stored order).
 static void block_ranges(const float* row_ptr, const float* col_idx, const float* X, const float* Y, const float* Z,
-                     float* out, int r0, int r1, int D, int N, int KR, int nq, bool sigmoid) {
+                         float* out, int r0, int r1, int D, int N, int KR, int nq, bool sigmoid) {
   int* cur = (int*)scratch(0, 4LL * (r1 - r0));
   for (int r = r0; r < r1; ++r) cur[r - r0] = (int)row_ptr[r];
   float w[CH];
