@@ -9,7 +9,9 @@
 // (measure_pair). Ratio per round = the other's median / fused median (> 1: fused faster); the
 // table gives the median over rounds with its spread (min..max), each side's SOL fraction by its
 // own byte count (the unfused pair moves the sampled values twice more) and the load average.
-// CPU timings are CPU timings: the figures describe this machine.
+// CPU timings are CPU timings: the figures describe this machine. `--fused-param NAME=VALUE`
+// (repeatable) overrides the fused kernel's parameters: `--fused-param KP=0 --fused-param
+// STAGE=0` is the kernel before round 9 (no 2-D tiles, no staged update), for a before/after.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -49,7 +51,25 @@ int main(int argc, char** argv) {
   bool same_yz = false;
   app.add_flag("--same-yz", same_yz, "Z is Y (one buffer; a graph embedding's update): the fused kernel reads "
                                       "each gathered row twice from cache, the unfused pair from two passes");
+  std::vector<std::string> fused_params;
+  app.add_option("--fused-param", fused_params,
+                 "NAME=VALUE for fusedmm.cpu, repeatable (KP=0 and STAGE=0 give the kernel before its 2-D tiles "
+                 "and staged update)");
   CLI11_PARSE(app, argc, argv);
+  ParamValues fused_overrides;
+  for (const auto& kv : fused_params) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      fmt::print(stderr, "--fused-param {}: expected NAME=VALUE, e.g. KP=0\n", kv);
+      return 2;
+    }
+    try {
+      fused_overrides[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
+    } catch (const std::exception&) {
+      fmt::print(stderr, "--fused-param {}: the value must be an integer, e.g. KP=0\n", kv);
+      return 2;
+    }
+  }
 
   auto backend = make_backend("cpu", {.threads = threads});
   const auto fp = find_problem("fusedmm"), sp = find_problem("sddmm"), mp = find_problem("spmm");
@@ -60,6 +80,17 @@ int main(int argc, char** argv) {
   o.max_time_s = seconds;
   const Scalars scalars{{"pattern", 0}, {"op", 0}};
   std::string params_text;
+
+  try {  // a parameter the kernel does not have, or a value outside its list, exits 2 naming it
+    const KernelSpec k = library_kernel(*fp, Lang::cpp, fp->default_sizes());
+    if (const auto bad = k.check(k.resolve(fused_overrides), fp->default_sizes()); bad && !fused_overrides.empty()) {
+      fmt::print(stderr, "--fused-param: {}\n", *bad);
+      return 2;
+    }
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "--fused-param: {}\n", e.what());
+    return 2;
+  }
 
   std::vector<Row> table;
   for (const auto M : rows)
@@ -72,7 +103,7 @@ int main(int argc, char** argv) {
         fmt::print(stderr, "  M=K={} D=N={} sparsity {}: verifying ...\n", M, W, s);
         bench::verify_quick(*backend, "fusedmm", fs, scalars, {}, threads);
         const Instance in = fp->make_instance(fs, DType::fp32, Distribution::normal, 0x5eed, 1, scalars);
-        const auto fused = bench::prepare(*backend, *fp, fs), sddmm = bench::prepare(*backend, *sp, ss),
+        const auto fused = bench::prepare(*backend, *fp, fs, fused_overrides), sddmm = bench::prepare(*backend, *sp, ss),
                    spmm = bench::prepare(*backend, *mp, ms);
         params_text = fmt::format("fusedmm {}; sddmm {}; spmm {}", fused.params_text(), sddmm.params_text(),
                                   spmm.params_text());

@@ -1,3 +1,4 @@
+#pragma once
 // Per-thread scratch for cpu kernels (`#include "kernels/common/scratch.hpp"`, or through
 // kernels/common/simd.hpp): a block's work buffers come from here instead of an allocation per
 // block. Slot `which` (0..7) of the calling thread holds at least `bytes`, 64-byte aligned,

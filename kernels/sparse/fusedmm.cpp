@@ -21,20 +21,49 @@
 //   while it is in L1 (CH * 4 * D bytes: 16 KiB at CH = 32, D = 128).
 // Rows with no nonzeros store zeros.
 //
+// 2-D tiles (KP > 0), spmm.cpu's idea for the gathers: where Y (and Z) do not fit L2 (4096 rows
+// of 128 floats: 2 MiB with Z = Y, 4 MiB with two buffers, against Zen 3's 512 KiB), the block
+// walks K in ranges of KR rows, KR * 4 * (D + N) bytes <= KP KiB (4D with Z = Y: one row serves
+// both uses), and every row of the block does its nonzeros of the range (the same chunks, dots
+// and update; the first range stores the output row, the others load, add and store), so the
+// neighbours' rows come from L2 instead of L3. A row's range segment ends at its first column
+// past the range (a linear scan from where the last range ended; the last range takes the rest,
+// so a row whose columns do not ascend is still summed once per nonzero, in stored order). Only
+// where the block uses a row of Y KMIN / 8 times or more on average: a sparser block has
+// nothing to reuse (measured slower at 99%, where a 128-row block uses a row 1.3 times).
+// Neither the Z = Y detection nor the ranges change which nonzeros an element sums, nor their
+// order within a range; each output element's sum is deterministic.
+//
+// Z = Y is seen as the same pointer (no flag in the problem: the problem's inputs stay the
+// general case, and a caller who passes one buffer gets the single gather without asking).
+//
+// Y != Z (STAGE = 1, where the 2-D tiles do not run): the block's sampled values into
+// per-thread scratch, then spmm.cpu's own row code on them (kernels/common/spmm_rows.hpp: its Z
+// prefetch at distance ZPD, its 2-D tiles), so the update is the pair's spmm less the sampled
+// values' trip to memory (round 8 measured the chunked update slower than that spmm; with Z = Y
+// the chunked update's L1 reuse wins instead). Each element sums its row in order, as above:
+// the staged and chunked paths add the same products in the same order (equal bits at the
+// bench's 8 shapes).
+//
 // Parameters (#defines): CH nonzeros per chunk (a multiple of 8), NV vectors of the update's
 // register tile, VW floats per vector (0: widest), RBLOCKS row blocks, PD the prefetch distance
-// in nonzeros (0: none).
+// in nonzeros (0: none), KP the 2-D tiles' range of Y (and Z) in KiB (0: one pass), KMIN eight
+// times the least mean uses of a row of Y in the block for the 2-D tiles, STAGE 1 for the
+// staged update with Y != Z (0: the chunked one), ZPD the staged update's Z prefetch distance.
 #include <cmath>
 
 #define CW (NV * KF_VW)
 
 #include "kernels/common/equal_work_rows.hpp"  // first_row_at: equal-work row blocks
 #include "kernels/common/dot8.hpp"             // dot8: 8 dot products, one shuffle-tree sum (sddmm.cpu's too)
+#include "kernels/common/scratch.hpp"          // scratch(): the 2-D tiles' row cursors, per thread
 
-// w[0:n] = op(x · Y[c_i]) for the n <= CH nonzeros at col, 8 at a time (a short last group
-// repeats its first column; those sums are not kept).
-static inline void dots(const float* x, const float* col, int n, const float* Y, int D, const float* pcol, int pn,
-                        bool sigmoid, float* w) {
+// w[0:n] = op(x · Y[c_i]) for the n nonzeros at col, 8 at a time (a short last group repeats
+// its first column; those sums are not kept, but with D a whole number of vectors and op 0 the
+// group is stored whole: w needs room up to n rounded up to 8). n <= CH from the chunked paths
+// (w: CH floats on the stack), a whole row from the staged path (w: scratch, see there).
+__attribute__((always_inline)) static inline void dots(const float* x, const float* col, int n, const float* Y,
+                                                       int D, const float* pcol, int pn, bool sigmoid, float* w) {
   (void)pcol, (void)pn;
   for (int g = 0; g < n; g += 8) {
     const float* y[8];
@@ -86,8 +115,10 @@ static inline void update_tile(float* o, const float* w, const float* col, int n
   for (int v = 0; v < W; ++v) kf_store(o + v * KF_VW, acc[v]);
 }
 
-static void update(float* out, const float* w, const float* col, int n, const float* Z, int N, bool first,
-                   bool same) {
+// Inlined at each call (the chunked rows, the 2-D tiles): called out of line once it had two
+// callers, it cost the chunked path 5-8% at 1024 x 32 (Z = Y, loaded host).
+__attribute__((always_inline)) static inline void update(float* out, const float* w, const float* col, int n,
+                                                         const float* Z, int N, bool first, bool same) {
   int j = 0;
   for (; j + CW <= N; j += CW) update_tile<NV>(out + j, w, col, n, Z + j, N, first, same);
   if (NV > 4 && j + 4 * KF_VW <= N) update_tile<4>(out + j, w, col, n, Z + j, N, first, same), j += 4 * KF_VW;
@@ -100,16 +131,96 @@ static void update(float* out, const float* w, const float* col, int n, const fl
   }
 }
 
+// ---- Y != Z, staged (STAGE = 1): spmm.cpu's row code for the update ----
+// spmm_rows() with its parameters: NV (the same meaning), KP and KMIN (its 2-D tiles, the same
+// values as ours), UN = 1 and L2KB = 0 (spmm.cpu's defaults), and ZPD as its prefetch distance
+// PD (ours prefetches Y in the dot phase; spmm.cpu's default 4 is the Z prefetch the pair has).
+#if STAGE
+#pragma push_macro("PD")
+#undef PD
+#define PD ZPD
+#define UN 1
+#define L2KB 0
+#include "kernels/common/spmm_rows.hpp"  // spmm_rows: spmm.cpu's CSR rows, 2-D tiles and Z prefetch
+#pragma pop_macro("PD")
+#endif
+
+// ---- 2-D tiles (KP > 0) ----
+// Rows [r0, r1) K range by K range: range q holds the rows of Y (and Z) in [q KR, (q+1) KR),
+// KR * 4 (D + N) bytes <= KP KiB (4D with Z = Y), so the block's rows gather them from L2.
+// cur[i]: row r0 + i's first nonzero not yet done; the range's segment runs to the first column
+// at or past the range's end (the last range takes the rest: rows whose columns do not ascend
+// are still partitioned, each nonzero done once, in stored order).
+static void block_ranges(const float* row_ptr, const float* col_idx, const float* X, const float* Y, const float* Z,
+                         float* out, int r0, int r1, int D, int N, int KR, int nq, bool sigmoid) {
+  int* cur = (int*)scratch(0, 4LL * (r1 - r0));
+  for (int r = r0; r < r1; ++r) cur[r - r0] = (int)row_ptr[r];
+  float w[CH];
+  for (int q = 0; q < nq; ++q) {
+    const float edge = (float)((long long)(q + 1) * KR);
+    for (int r = r0; r < r1; ++r) {
+      float* o = out + (long long)r * N;
+      const int p1 = (int)row_ptr[r + 1], s0 = cur[r - r0];
+      int s1 = s0;
+      if (q == nq - 1) s1 = p1;
+      else
+        while (s1 < p1 && col_idx[s1] < edge) ++s1;
+      cur[r - r0] = s1;
+      if (s0 == s1) {
+        if (q == 0)
+          for (int j = 0; j < N; ++j) o[j] = 0.0f;
+        continue;
+      }
+      const float* x = X + (long long)r * D;
+      for (int p = s0; p < s1; p += CH) {
+        const int n = s1 - p < CH ? s1 - p : CH;
+        dots(x, col_idx + p, n, Y, D, col_idx + p, n, sigmoid, w);
+        update(o, w, col_idx + p, n, Z, N, q == 0 && p == s0, Z == Y);
+      }
+    }
+  }
+}
+
 static void fusedmm_block(const kf_ctx& ctx, const float* row_ptr, const float* col_idx, const float* X,
                           const float* Y, const float* Z, float* out, int M, int K, int D, int N, int NNZ,
                           float pattern, float op) {
-  (void)K, (void)NNZ, (void)pattern;
+  (void)NNZ, (void)pattern;
   const bool sigmoid = op == 1.0f;
   const long long nb = ctx.grid_dim.x, b = ctx.block_idx.x;
   const double total = (double)row_ptr[M] + M;
   const int r0 = b == 0 ? 0 : first_row_at(row_ptr, M, total * b / nb);
   const int r1 = b == nb - 1 ? M : first_row_at(row_ptr, M, total * (b + 1) / nb);
   const int pend = (int)row_ptr[r1];  // prefetches run into the block's next rows, not past it
+#if KP > 0
+  {
+    const long long row_bytes = 4LL * (Z == Y ? D : D + N);
+    int KR = (int)((long long)KP * 1024 / (row_bytes > 0 ? row_bytes : 1));
+    if (KR < 1) KR = 1;
+    const int nq = K > 0 ? (K + KR - 1) / KR : 1;
+    const double uses = ((double)row_ptr[r1] - row_ptr[r0]) / (K > 0 ? K : 1);
+    if (nq > 1 && 8.0 * uses >= KMIN && r1 > r0) {
+      block_ranges(row_ptr, col_idx, X, Y, Z, out, r0, r1, D, N, KR, nq, sigmoid);
+      return;
+    }
+  }
+#endif
+#if STAGE
+  // Y != Z: the block's sampled values into per-thread scratch (its nonzeros' floats: 210 KiB at
+  // 4096 rows 90% in 32 blocks, from L2 for the update, where the pair writes them to memory and
+  // reads them back), then spmm.cpu's code on them. A row's last group of 8 may store up to 7
+  // sums past its end: into the next rows' slots, which those rows then overwrite (rows go in
+  // order), or into the 8 floats of slack after the block's last.
+  if (Z != Y && r1 > r0) {
+    const int P0 = (int)row_ptr[r0], P = (int)row_ptr[r1] - P0;
+    float* wv = (float*)scratch(2, 4LL * (P + 8));
+    for (int r = r0; r < r1; ++r) {
+      const int p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];
+      if (p0 < p1) dots(X + (long long)r * D, col_idx + p0, p1 - p0, Y, D, col_idx + p0, pend - p0, sigmoid, wv + (p0 - P0));
+    }
+    spmm_rows(row_ptr, col_idx, wv - P0, Z, out, K, N, r0, r1, 0, N);
+    return;
+  }
+#endif
   float w[CH];
   for (int r = r0; r < r1; ++r) {
     const float* x = X + (long long)r * D;
