@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
     const double sol_f = roofline(roofs, DType::fp32, fp->flops(s), fp->bytes(s, DType::fp32), f, 0, /*hot=*/true).sol_fraction;
     const double sol_u = roofline(roofs, DType::fp32, sp->flops(ss) + mp->flops(ms),
                                   sp->bytes(ss, DType::fp32) + mp->bytes(ms, DType::fp32), u, 0, /*hot=*/true).sol_fraction;
-    fmt::print("| {} | {} | {:.0f}% | {:.3f} | {:.1f} | {:.3f} | {:.1f} | {} | {} | {} |\n", s.at("M"), s.at("D"),
+    fmt::print("| {} | {} | {:.4g}% | {:.3f} | {:.1f} | {:.3f} | {:.1f} | {} | {} | {} |\n", s.at("M"), s.at("D"),
                100 * r.sparsity, f * 1e3, 100 * sol_f, u * 1e3, 100 * sol_u, bench::ratio_cell(r.unfused_r), bench::ratio_cell(r.eigen_r), r.load);
   }
   fmt::print("({} rounds; ratio = other median / fused median per round, > 1: fused faster; median (min..max); "
