@@ -12,6 +12,14 @@ rounds of --reps calls after a warm-up; medians with min..max over rounds; ratio
 kforge per round. Each side checks its first rows against numpy in double.
 
   python3 bench/lazy_grad_vs_pykeops.py --sizes 10000,100000 --rounds 3 --reps 3 --threads 2
+
+--reduce logsumexp: the gradient in x_i of L = sum_i g_i log sum_j exp(-|x_i - y_j|^2 / s)
+instead (kforge: lazy_reduce:grad_x:logsumexp:-sqdist(x,y)/s, which takes the forward's lse as
+an input, as KeOps' backward does; pykeops: torch.autograd.grad of the LazyTensor's
+.logsumexp(dim=1)). A gradient of logsumexp needs the forward's output, so the table also
+times kforge's forward (lazy_reduce:logsumexp:-sqdist(x,y)/s) and compares pykeops'
+forward+backward with kforge's forward + gradient per round. kforge's runner gets the
+gradient's LSE input from the forward kernel run once, untimed, on the same points.
 """
 import argparse
 import json
@@ -41,6 +49,8 @@ def peer_main(args):
 
     def forward(xx, yy, bb):
         X, Y = LazyTensor(xx[:, None, :]), LazyTensor(yy[None, :, :])
+        if args.reduce == "logsumexp":
+            return (-((X - Y) ** 2).sum(-1) / s).logsumexp(dim=1)
         return (-((X - Y) ** 2).sum(-1) / s).exp() @ bb
 
     def gradient(xx, yy, bb, gg):
@@ -62,7 +72,12 @@ def peer_main(args):
         xd, yd, bd, gd = x[:4].astype(float), y.astype(float), b[:, 0].astype(float), g[:4, 0].astype(float)
         diff = xd[:, None, :] - yd[None]
         k = np.exp(-(diff ** 2).sum(-1) / s)
-        ref = gd[:, None] * ((k * bd[None])[:, :, None] * (-2 / s) * diff).sum(1)
+        if args.reduce == "logsumexp":  # the softmax weights instead of k b
+            f = -(diff ** 2).sum(-1) / s
+            w = np.exp(f - f.max(1, keepdims=True))
+            ref = gd[:, None] * ((w / w.sum(1, keepdims=True))[:, :, None] * (-2 / s) * diff).sum(1)
+        else:
+            ref = gd[:, None] * ((k * bd[None])[:, :, None] * (-2 / s) * diff).sum(1)
         err = float(np.max(np.abs(out[:4] - ref)) / np.max(np.abs(ref)))
     print(json.dumps({"seconds": secs, "median_s": statistics.median(secs), "check_max_rel_err": err}))
 
@@ -85,6 +100,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--s", type=float, default=1.0)
+    ap.add_argument("--reduce", choices=["sum", "logsumexp"], default="sum",
+                    help="the gradient of the Gaussian sum (default) or of logsumexp of -|x - y|^2 / s")
     ap.add_argument("--build", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build"))
     ap.add_argument("--peer", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
@@ -96,32 +113,48 @@ def main():
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OPENBLAS_NUM_THREADS=str(args.threads),
                OPENBLAS_THREAD_TIMEOUT="4")
     runner = os.path.join(args.build, "bench", "lazy_reduce_run")
-    print(f"# lazy_reduce.gauss_sum_grad (gradient in x), D=3, s={args.s}, {args.threads} threads, CPU, "
+    lse = args.reduce == "logsumexp"
+    grad_problem = "lazy_reduce:grad_x:logsumexp:-sqdist(x,y)/s" if lse else "lazy_reduce.gauss_sum_grad"
+    print(f"# {grad_problem} (gradient in x), D=3, s={args.s}, {args.threads} threads, CPU, "
           f"{args.rounds} rounds x {args.reps} reps; load average {os.getloadavg()[0]:.2f} at start")
-    print("| N = M | side | time s, median (min..max) | side / kforge | kforge SOL |")
-    print("|---|---|---|---|---|")
+    if lse:
+        print("| N = M | side | time s, median (min..max) | side / kforge gradient | side / kforge forward+gradient "
+              "| kforge SOL |")
+        print("|---|---|---|---|---|---|")
+    else:
+        print("| N = M | side | time s, median (min..max) | side / kforge | kforge SOL |")
+        print("|---|---|---|---|---|")
     for n in [int(v) for v in args.sizes.split(",")]:
-        t = {side: [] for side in ["kforge", "pykeops", "pykeops_fwd"]}
+        sides = ["kforge", "kforge_fwd", "pykeops", "pykeops_fwd"] if lse else ["kforge", "pykeops", "pykeops_fwd"]
+        t = {side: [] for side in sides}
         sol = []
         for _ in range(args.rounds):
             for side in t:
-                if side == "kforge":
-                    cmd = [runner, "--problem", "lazy_reduce.gauss_sum_grad", "--n", str(n), "--d", "3", "--reps",
+                if side.startswith("kforge"):
+                    problem = grad_problem if side == "kforge" else "lazy_reduce:logsumexp:-sqdist(x,y)/s"
+                    cmd = [runner, "--problem", problem, "--n", str(n), "--d", "3", "--reps",
                            str(args.reps), "--warmup", "1", "--threads", str(args.threads), "--s", str(args.s)]
                 else:
                     cmd = [sys.executable, os.path.abspath(__file__), "--peer", side, "--n", str(n),
-                           "--reps", str(args.reps), "--s", str(args.s), "--threads", str(args.threads)]
+                           "--reps", str(args.reps), "--s", str(args.s), "--threads", str(args.threads),
+                           "--reduce", args.reduce]
                 res = run_child(cmd, env)
                 if res["check_max_rel_err"] > 1e-3:
                     raise SystemExit(f"{side} N={n}: wrong result, relative error {res['check_max_rel_err']}")
                 t[side].append(res["median_s"])
                 if side == "kforge":
                     sol.append(res["sol_fraction"])
-        names = {"kforge": "kforge gradient", "pykeops": "pykeops forward+backward (autograd)",
-                 "pykeops_fwd": "pykeops forward only"}
+        names = {"kforge": "kforge gradient", "kforge_fwd": "kforge forward (lse)",
+                 "pykeops": "pykeops forward+backward (autograd)", "pykeops_fwd": "pykeops forward only"}
+        if lse:  # kforge's forward + gradient, per round
+            t["kforge_both"] = [a + b for a, b in zip(t["kforge"], t["kforge_fwd"])]
+            names["kforge_both"] = "kforge forward + gradient"
         for side in t:
             ratio = "" if side == "kforge" else spread([a / b for a, b in zip(t[side], t["kforge"])])
-            print(f"| {n} | {names[side]} | {spread(t[side])} | {ratio} | "
+            both = ""
+            if lse and side.startswith("pykeops"):
+                both = spread([a / b for a, b in zip(t[side], t["kforge_both"])])
+            print(f"| {n} | {names[side]} | {spread(t[side])} | {ratio} | " + (f"{both} | " if lse else "") +
                   f"{spread(sol) if side == 'kforge' else ''} |", flush=True)
     print(f"# load average {os.getloadavg()[0]:.2f} at end")
 

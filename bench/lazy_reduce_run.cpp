@@ -4,6 +4,8 @@
 // D dimensions), one warm-up launch, then `reps` timed launches; a few rows are checked against
 // the problem's double reference on those rows only (the full reference is N x M in double).
 // Prints one JSON line: seconds (each launch), flops, bytes, sol_fraction (cached ceilings).
+// A logsumexp gradient (lazy_reduce:grad_<x|y>:logsumexp:<formula>) gets its LSE input from the
+// forward's library kernel run once, untimed, on the same points, as autograd's backward gets it.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -60,6 +62,19 @@ int main(int argc, char** argv) {
   for (const auto& name : p->size_names()) args.push_back(Arg::i(static_cast<std::int32_t>(sizes.at(name))));
   Scalars scalars;
   for (const auto& name : p->scalar_names()) args.push_back(Arg::f(static_cast<float>(s))), scalars[name] = s;
+  if (specs.size() > 2 && specs[2].name == "LSE") {
+    const std::string tail = problem.substr(problem.find(":logsumexp:") + 1);
+    const auto fp = find_problem("lazy_reduce:" + tail);
+    const KernelSpec fk = library_kernel(*fp, Lang::cpp, fp->resolve_sizes({{"N", n}, {"M", n}, {"D", d}}));
+    Defines fd;
+    for (const auto& [name, v] : fk.resolve({})) fd.emplace_back(name, std::to_string(v));
+    fd.emplace_back("KF_DTYPE_FP32", "1");
+    auto fm = backend->compile(fk.source, fk.entry, fd, fk.source_path);
+    std::vector<Arg> fa{Arg::buf(*bufs[0]), Arg::buf(*bufs[1]), Arg::buf(*bufs[2])};
+    for (std::size_t a = specs.size(); a < args.size(); ++a) fa.push_back(args[a]);  // N, M, D, scalars
+    backend->run(*fm, fk.geometry(fk.resolve({}), sizes), fa);
+    backend->read(*bufs[2], host[2].data(), host[2].size() * sizeof(float));
+  }
   const LaunchGeometry g = k.geometry(params, sizes);
 
   for (int w = 0; w < warmup; ++w) backend->run(*module, g, args);

@@ -80,6 +80,7 @@ const std::vector<std::shared_ptr<Problem>>& problems() {
       make_lazy_reduce_problem("logsumexp"),
       make_lazy_reduce_problem("knn"),
       make_lazy_reduce_problem("gauss_sum_grad"),
+      make_lazy_reduce_problem("logsumexp_grad"),
       make_signature_problem(),
       make_sigkernel_problem(),
       make_signature_grad_problem(),

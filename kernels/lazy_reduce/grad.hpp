@@ -36,9 +36,18 @@ inline bool is_library_gaussian(const Formula& f) {
   return f.emit_c() == gaussian;
 }
 
-// The gradient of L = sum_i G_i sum_j f(x_i, y_j) b_j with respect to X (wrt 'x', an (N,D)
-// output), Y ('y', (M,D)) or B ('b', (M)). trial_values: "<scalar><trial % 2>" -> value.
+// The gradient with respect to X (wrt 'x', an (N,D) output), Y ('y', (M,D)) or B ('b', (M)) of
+//   reduce "sum":       L = sum_i G_i sum_j f(x_i, y_j) b_j
+//   reduce "logsumexp": L = sum_i G_i log sum_j exp f(x_i, y_j)   (x and y only; no B, the
+//                       forward's LSE (N) is an input instead)
+// trial_values: "<scalar><trial % 2>" -> value. Throws UsageError for another reduction or
+// grad_b of logsumexp.
 std::shared_ptr<Problem> make_lazy_grad_problem(std::string name, const std::string& formula, char wrt,
-                                                Scalars trial_values);
+                                                const std::string& reduce, Scalars trial_values);
+
+// The gradient with respect to X ('x') or Y ('y') of L = sum_i sum_k G_ik v_ik, v_ik the k-th
+// smallest f(x_i, y_j) over j (kmin; min: K = 1), through the forward's indices IDX (N,K), an
+// input (grad_min_problem.cpp). Throws UsageError for wrt 'b'.
+std::shared_ptr<Problem> make_lazy_min_grad_problem(std::string name, const std::string& formula, char wrt, bool kmin);
 
 }  // namespace kforge

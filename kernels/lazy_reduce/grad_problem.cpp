@@ -4,12 +4,19 @@
 //   wrt y  OUT (M,D) = b_j sum_i G_i sum_k df/dt_k * dt_k/dy_j     (a reduction over i)
 //   wrt b  OUT (M)   = sum_i G_i f(x_i, y_j)                       (the plain sum over i)
 // with the pair terms' gradients d sqdist/dx = 2(x - y), d dot/dx = y (and x <-> y for y).
+// For L = sum_i G_i log sum_j exp f(x_i, y_j) (logsumexp), with X, Y, LSE (N), G (N):
+//   wrt x  OUT (N,D) = G_i sum_j softmax_ij sum_k df/dt_k * dt_k/dx_i
+//   wrt y  OUT (M,D) = sum_i G_i softmax_ij sum_k df/dt_k * dt_k/dy_j,  softmax_ij = exp(f_ij - LSE_i)
+// the sum's kernel with a per-pair weight. LSE is the forward's output, an input as KeOps'
+// backward receives it: the instance carries the true lse of its X and Y (condition_inputs), so
+// the kernels need no first pass over the points and the y-gradient no second reduction.
 // df/dt_k is Formula::derivative (symbolic, src/core/formula_grad.cpp); the reference evaluates
 // it in double, the kernels get it emitted as C. The pair terms are symmetric in x and y, so a
 // gradient in y is the gradient-in-x kernel with the two point sets' roles swapped.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -23,22 +30,29 @@ namespace {
 
 class LazyGrad final : public Problem {
  public:
-  LazyGrad(std::string name, const std::string& formula, char wrt, Scalars trial_values)
-      : name_(std::move(name)), f_(Formula::parse(formula)), wrt_(wrt), trial_(std::move(trial_values)) {
+  LazyGrad(std::string name, const std::string& formula, char wrt, const std::string& reduce, Scalars trial_values)
+      : name_(std::move(name)), f_(Formula::parse(formula)), wrt_(wrt), lse_(reduce == "logsumexp"),
+        trial_(std::move(trial_values)) {
     check_lazy_scalar_names(f_);
+    if (reduce != "sum" && reduce != "logsumexp")
+      throw UsageError("problem '" + name_ + "': kforge has gradients of the sum and logsumexp reductions only (not " +
+                       reduce + ")");
+    if (lse_ && wrt_ == 'b')
+      throw UsageError("problem '" + name_ + "': logsumexp has no weights b to differentiate: use grad_x or grad_y");
     if (wrt_ != 'b')
       for (std::size_t k = 0; k < f_.terms().size(); ++k) g_.push_back(f_.derivative(static_cast<int>(k)));
   }
   std::string name() const override { return name_; }
   std::string description() const override {
-    return fmt::format("gradient in {} of sum_i G_i sum_j f b_j, f = {}{}", wrt_ == 'b' ? "B" : wrt_ == 'x' ? "X" : "Y",
-                       f_.text(), g_.empty() ? "" : "; df/dt0 = " + g_[0].text());
+    return fmt::format("gradient in {} of sum_i G_i {}, f = {}{}", wrt_ == 'b' ? "B" : wrt_ == 'x' ? "X" : "Y",
+                       lse_ ? "log sum_j exp f (LSE: the forward's)" : "sum_j f b_j", f_.text(),
+                       g_.empty() ? "" : "; df/dt0 = " + g_[0].text());
   }
   std::vector<std::string> size_names() const override { return {"N", "M", "D"}; }
   Sizes default_sizes() const override { return {{"N", 4096}, {"M", 4096}, {"D", 3}}; }
   std::vector<DType> dtypes() const override { return {DType::fp32}; }
   std::vector<TensorSpec> tensors() const override {
-    return {{"X", Role::in}, {"Y", Role::in}, {"B", Role::in}, {"G", Role::in}, {"OUT", Role::out}};
+    return {{"X", Role::in}, {"Y", Role::in}, {lse_ ? "LSE" : "B", Role::in}, {"G", Role::in}, {"OUT", Role::out}};
   }
   std::vector<std::string> scalar_names() const override { return f_.scalar_names(); }
   std::int64_t tensor_elements(std::size_t t, const Sizes& s) const override {
@@ -46,7 +60,7 @@ class LazyGrad final : public Problem {
     switch (t) {
       case 0: return N * D;
       case 1: return M * D;
-      case 2: return M;
+      case 2: return lse_ ? N : M;
       case 3: return N;
       default: return wrt_ == 'x' ? N * D : wrt_ == 'y' ? M * D : M;
     }
@@ -65,6 +79,15 @@ class LazyGrad final : public Problem {
   }
   void reference(const Instance& in, std::vector<std::vector<double>>& out,
                  std::vector<std::vector<double>>& mag) const override;
+  void condition_inputs(Instance& in, std::uint64_t seed, int trial) const override;
+  // LSE moves by 1 (every softmax weight of its row scaled by e): the default perturbation
+  // (2 + 2|v| toward the other sign) would make exp(f - lse) overflow wherever lse is large.
+  void perturb(Instance& in, std::size_t t, std::size_t i) const override {
+    if (!lse_ || t != 2) return Problem::perturb(in, t, i);
+    std::vector<double> moved{in.tensors[t][i] + 1};
+    round_to(in.dtype, moved);
+    in.tensors[t][i] = moved[0];
+  }
   double reduction_length(const Sizes&) const override { return 1; }  // the magnitude carries it
   // Structured inputs (struct8), where f is the library's Gaussian (gauss_sum_grad, or a user's
   // lazy_reduce:grad_<x|y|b>:sum:exp(-sqdist(x,y)/s)): the weights B and G element-wise (equal,
@@ -72,18 +95,23 @@ class LazyGrad final : public Problem {
   // gauss_sum's). near_overflow scales B and G to sqrt(max / (4 L)), L = 32 max(N, M): an output
   // is at most max(N, M) |b| |G| |df/dx|, and |df/dx| <= sqrt(2/s) e^-1/2 <= 27 for s >= 0.001,
   // so it stays below max / 4.
+  // logsumexp's gradients declare none: a pattern on X or Y after conditioning would leave LSE
+  // stale, and on LSE (its own near_overflow) would overflow exp(f - lse).
   std::vector<std::int64_t> structured_rows(const Sizes&) const override {
-    if (!is_library_gaussian(f_)) return {};
+    if (lse_ || !is_library_gaussian(f_)) return {};
     return {-1, -1, 0, 0, -1};
   }
   double near_overflow_length(const Sizes& s) const override {
     return 32.0 * static_cast<double>(std::max(s.at("N"), s.at("M")));
   }
   // Per pair: the terms (2 D + 8, as the sums count them), the derivative (8) and the D
-  // coordinates' chain and accumulation (4 D); the gradient in b is the sum's 2 D + 10.
+  // coordinates' chain and accumulation (4 D); the gradient in b is the sum's 2 D + 10;
+  // logsumexp's softmax weight adds 4 (the subtraction, exp as one, the product with the weight,
+  // the formula's rest counted with the terms).
   double flops(const Sizes& s) const override {
     const double D = static_cast<double>(s.at("D"));
-    return (wrt_ == 'b' ? 2 * D + 10 : 6 * D + 16) * static_cast<double>(s.at("N")) * static_cast<double>(s.at("M"));
+    const double per = wrt_ == 'b' ? 2 * D + 10 : 6 * D + 16 + (lse_ ? 4 : 0);
+    return per * static_cast<double>(s.at("N")) * static_cast<double>(s.at("M"));
   }
   double bytes(const Sizes& s, DType t) const override {
     double e = 0;
@@ -98,6 +126,7 @@ class LazyGrad final : public Problem {
   std::string name_;
   Formula f_;
   char wrt_;
+  bool lse_;  // the logsumexp reduction's gradient (else the sum's)
   std::vector<Formula> g_;  // df/dt_k for each pair term (none for the gradient in b)
   Scalars trial_;
 };
@@ -108,6 +137,18 @@ class LazyGrad final : public Problem {
 // gradient (2(p - q): one rounding; q: exact) has error sum_k (err(g_k)|c_k| + |g_k| err(c_k) +
 // 2 |g_k c_k|) (the products' roundings); the weighted sum over q adds (Q + 3) |wc v| per pair,
 // the row weight one more rounding.
+//
+// logsumexp: the pair's weight is wc * w, w = exp(f - lse) with lse the input (exact: the
+// reference uses the very fp32 value the kernel reads). The kernels clamp the exponent at 0
+// (w <= 1, as a softmax weight is: lse >= max_j f, so the clamp changes nothing but rounding,
+// and no exp overflows whatever f's error). Their exponent errs by d = u (err_f + |f - lse| + 2)
+// (f's error, the subtraction's rounding, exp's 2 ulps), so their w lies in
+// [exp(min(f - lse - d, 0)), exp(min(f - lse + d, 0))]: about w (err_f + |f - lse| + 2) u
+// where d is small, and anywhere in [0, 1] where it is not (wide inputs: |f| ~ 1e12, whose fp32
+// value is off by more than 1; no fp32 kernel knows the softmax there). Plus one rounding for
+// the product with wc and 2^-126 absolute where exp falls below the normal range (flushed;
+// 2^-102 in units of u). Where d is small the bound is the sum's with weights that sum to 1
+// per row, about (M + 3) max|v| u, plus f's error carried through exp.
 void LazyGrad::reference(const Instance& in, std::vector<std::vector<double>>& out,
                          std::vector<std::vector<double>>& mag) const {
   const std::int64_t N = in.sizes.at("N"), M = in.sizes.at("M");
@@ -115,8 +156,11 @@ void LazyGrad::reference(const Instance& in, std::vector<std::vector<double>>& o
   const bool by_x = wrt_ == 'x';
   const auto& P = in.tensors[by_x ? 0 : 1];
   const auto& Q = in.tensors[by_x ? 1 : 0];
-  const auto& wr = in.tensors[by_x ? 3 : 2];
-  const auto& wc = in.tensors[by_x ? 2 : 3];
+  // The weights (null: 1). logsumexp: G weighs the rows of X, whichever side they are on.
+  const std::vector<double>* wr = &in.tensors[by_x ? 3 : 2];
+  const std::vector<double>* wc = &in.tensors[by_x ? 2 : 3];
+  if (lse_) wr = by_x ? &in.tensors[3] : nullptr, wc = by_x ? nullptr : &in.tensors[3];
+  const auto& lse = in.tensors[2];
   const std::int64_t rows = by_x ? N : M, inner = by_x ? M : N;
   const int width = wrt_ == 'b' ? 1 : D;
   std::vector<double> y(static_cast<std::size_t>(rows * width)), m(y.size());
@@ -128,16 +172,24 @@ void LazyGrad::reference(const Instance& in, std::vector<std::vector<double>>& o
       std::fill(s.begin(), s.end(), 0.0), std::fill(a.begin(), a.end(), 0.0);
       std::fill(sub.begin(), sub.end(), 0.0);
       const double* p = &P[r * D];
-      const double wrow = wrt_ == 'b' ? 1.0 : wr[r];
+      const double wrow = wrt_ == 'b' || !wr ? 1.0 : (*wr)[r];
       for (std::int64_t j = 0; j < inner; ++j) {
         const double* q = &Q[j * D];
-        const double w = wc[j];
+        double w = wc ? (*wc)[j] : 1.0, w_err = 0;  // the pair's weight and its error scale
         if (wrt_ == 'b') {
           const auto f = f_.eval(p, q, D, in.scalars);
           s[0] += f.v * w;
           a[0] += f.err * std::fabs(w) + static_cast<double>(inner + 1) * std::fabs(f.v * w);
           if (std::fabs(f.v * w) < 0x1p-126) sub[0] += 1;
           continue;
+        }
+        if (lse_) {
+          const auto f = f_.eval(p, q, D, in.scalars);
+          const double x = f.v - lse[by_x ? r : j], sm = std::exp(x), dx = 0x1p-24 * (f.err + std::fabs(x) + 2);
+          const double dev = std::max(std::fabs(std::exp(std::min(x + dx, 0.0)) - sm),
+                                      std::fabs(sm - std::exp(std::min(x - dx, 0.0))));
+          w_err = std::fabs(w) * (dev * 0x1p24 + sm + 0x1p-102);
+          w *= sm;
         }
         for (std::size_t k = 0; k < terms.size(); ++k) g[k] = g_[k].eval(p, q, D, in.scalars);
         for (int d = 0; d < D; ++d) {
@@ -149,7 +201,7 @@ void LazyGrad::reference(const Instance& in, std::vector<std::vector<double>>& o
             err += g[k].err * std::fabs(c) + std::fabs(g[k].v * c) * (sq ? 3 : 2);
           }
           s[d] += w * v;
-          a[d] += std::fabs(w) * (err + static_cast<double>(inner + 3) * std::fabs(v));
+          a[d] += std::fabs(w) * (err + static_cast<double>(inner + 3) * std::fabs(v)) + w_err * std::fabs(v);
           if (std::fabs(w * v) < 0x1p-126 || std::fabs(wrow * w * v) < 0x1p-126) sub[d] += 1;
         }
       }
@@ -168,10 +220,31 @@ void LazyGrad::reference(const Instance& in, std::vector<std::vector<double>>& o
   mag = tensor_list(std::move(m));
 }
 
+// logsumexp: LSE_i = the true log sum_j exp f(x_i, y_j) of this instance's X and Y (in double,
+// shifted by the row's max), rounded to fp32: what the forward reduction gives the backward.
+void LazyGrad::condition_inputs(Instance& in, std::uint64_t, int) const {
+  if (!lse_) return;
+  const std::int64_t N = in.sizes.at("N"), M = in.sizes.at("M");
+  const int D = static_cast<int>(in.sizes.at("D"));
+  auto& lse = in.tensors[2];
+  parallel_for(N, [&](std::int64_t i0, std::int64_t i1) {
+    std::vector<double> f(static_cast<std::size_t>(M));
+    for (std::int64_t i = i0; i < i1; ++i) {
+      double mx = -std::numeric_limits<double>::infinity(), s = 0;
+      for (std::int64_t j = 0; j < M; ++j)
+        f[j] = f_.eval(&in.tensors[0][i * D], &in.tensors[1][j * D], D, in.scalars).v, mx = std::max(mx, f[j]);
+      for (std::int64_t j = 0; j < M; ++j) s += std::exp(f[j] - mx);
+      lse[i] = mx + std::log(s);
+    }
+  });
+  round_to(in.dtype, lse);
+}
+
 std::string LazyGrad::generated_prefix() const {
-  std::string p = fmt::format("// Generated by kforge: the gradient in {} of the sum of formula '{}'.\n", wrt_, f_.text());
+  std::string p = fmt::format("// Generated by kforge: the gradient in {} of the {} of formula '{}'.\n", wrt_,
+                              lse_ ? "logsumexp" : "sum", f_.text());
   for (std::size_t k = 0; k < g_.size(); ++k) p += fmt::format("// df/dt{} = {}\n", k, g_[k].text());
-  p += fmt::format("#define LZ_WRT {}\n", wrt_ == 'x' ? 0 : wrt_ == 'y' ? 1 : 2);
+  p += fmt::format("#define LZ_WRT {}\n#define LZ_RED {}\n", wrt_ == 'x' ? 0 : wrt_ == 'y' ? 1 : 2, lse_ ? 1 : 0);
   for (std::size_t k = 0; k < 2; ++k)
     p += fmt::format("#define LZ_G{}(t0, t1) ({})\n", k, k < g_.size() ? g_[k].emit_c() : "0.0f");
   return p + formula_defines(f_);
@@ -191,8 +264,8 @@ std::vector<std::string> LazyGrad::kernel_specs() const {
 }  // namespace
 
 std::shared_ptr<Problem> make_lazy_grad_problem(std::string name, const std::string& formula, char wrt,
-                                                Scalars trial_values) {
-  return std::make_shared<LazyGrad>(std::move(name), formula, wrt, std::move(trial_values));
+                                                const std::string& reduce, Scalars trial_values) {
+  return std::make_shared<LazyGrad>(std::move(name), formula, wrt, reduce, std::move(trial_values));
 }
 
 }  // namespace kforge

@@ -9,6 +9,7 @@
 //   THREADS  threads per block (a multiple of 32)
 #ifndef LZ_WRT
 #define LZ_WRT 0
+#define LZ_RED 0
 #define LZ_NTERMS 1
 #define LZ_TERM0 0
 #define LZ_TERM1 0
@@ -18,6 +19,17 @@
 #define LZ_SCALAR_PARAMS , float s
 #endif
 #define LZ_DC 8
+
+// The weights (grad_problem.cpp's table): the row's, applied last, and the summed point's.
+// logsumexp (LZ_RED 1): G weighs X's points; B is the forward's LSE (N), and each pair is also
+// weighted by its softmax exp(f - LSE of its x), shifted before exp, the exponent clamped at 0.
+#if LZ_RED == 1
+#define LZ_ROW_W(i) (LZ_WRT == 0 ? G[i] : 1.0f)
+#define LZ_COL_W(j) (LZ_WRT == 0 ? 1.0f : G[j])
+#else
+#define LZ_ROW_W(i) (LZ_WRT == 0 ? G[i] : LZ_WRT == 1 ? B[i] : 1.0f)
+#define LZ_COL_W(j) (LZ_WRT == 0 ? B[j] : G[j])
+#endif
 
 typedef kf_storage T;  // fp32
 
@@ -36,8 +48,6 @@ extern "C" __global__ void __launch_bounds__(THREADS)
               T* OUT, int N, int M, int D LZ_SCALAR_PARAMS) {
   const T* P = LZ_WRT == 0 ? X : Y;
   const T* Q = LZ_WRT == 0 ? Y : X;
-  const T* WR = LZ_WRT == 0 ? G : B;
-  const T* WC = LZ_WRT == 0 ? B : G;
   const int rows = LZ_WRT == 0 ? N : M, inner = LZ_WRT == 0 ? M : N;
   const int r = blockIdx.x * THREADS + threadIdx.x;
   if (r >= rows) return;
@@ -48,7 +58,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     const T* q = Q + (long long)j * D;
     const float t0 = lz_term(LZ_TERM0, p, q, D);
     const float t1 = LZ_NTERMS > 1 ? lz_term(LZ_TERM1, p, q, D) : 0.0f;
-    acc += LZ_F(t0, t1) * WC[j];
+    acc += LZ_F(t0, t1) * LZ_COL_W(j);
   }
   OUT[r] = acc;
 #else
@@ -61,7 +71,10 @@ extern "C" __global__ void __launch_bounds__(THREADS)
       const T* q = Q + (long long)j * D;
       const float t0 = lz_term(LZ_TERM0, p, q, D);
       const float t1 = LZ_NTERMS > 1 ? lz_term(LZ_TERM1, p, q, D) : 0.0f;
-      const float w = WC[j];
+      float w = LZ_COL_W(j);
+#if LZ_RED == 1
+      w *= expf(fminf(LZ_F(t0, t1) - B[LZ_WRT == 0 ? r : j], 0.0f));  // clamped at 0: lazy_grad.cpp's lz_softmax
+#endif
       const float w0 = LZ_G0(t0, t1) * w;
       const float w1 = LZ_NTERMS > 1 ? LZ_G1(t0, t1) * w : 0.0f;
 #pragma unroll
@@ -71,7 +84,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
           if (LZ_NTERMS > 1) acc[d] += lz_chain(LZ_TERM1, w1, p[d0 + d], q[d0 + d]);
         }
     }
-    const float wr = WR[r];
+    const float wr = LZ_ROW_W(r);
     for (int d = 0; d < nd; ++d) OUT[(long long)r * D + d0 + d] = wr * acc[d];
   }
 #endif

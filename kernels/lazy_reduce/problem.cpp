@@ -340,8 +340,11 @@ std::shared_ptr<Problem> make_lazy_reduce_problem(const std::string& which) {
     return std::make_shared<LazyReduce>("lazy_reduce.gauss_sum", "exp(-sqdist(x,y)/s)", Reduce::sum,
                                         Scalars{{"s0", 1.0}, {"s1", 0.25}});
   if (which == "gauss_sum_grad")  // its gradient in x (kernels/lazy_reduce/grad_problem.cpp)
-    return make_lazy_grad_problem("lazy_reduce.gauss_sum_grad", "exp(-sqdist(x,y)/s)", 'x',
+    return make_lazy_grad_problem("lazy_reduce.gauss_sum_grad", "exp(-sqdist(x,y)/s)", 'x', "sum",
                                   Scalars{{"s0", 1.0}, {"s1", 0.25}});
+  if (which == "logsumexp_grad")  // logsumexp's gradient in x; s = 0.001: a softmax without the shift is 0/0
+    return make_lazy_grad_problem("lazy_reduce.logsumexp_grad", "-sqdist(x,y)/s", 'x', "logsumexp",
+                                  Scalars{{"s0", 1.0}, {"s1", 0.001}});
   if (which == "logsumexp")  // s = 0.001: exp underflows everywhere without the max shift
     return std::make_shared<LazyReduce>("lazy_reduce.logsumexp", "-sqdist(x,y)/s", Reduce::logsumexp,
                                         Scalars{{"s0", 1.0}, {"s1", 0.001}});
@@ -355,13 +358,19 @@ std::shared_ptr<Problem> make_lazy_reduce_formula_problem(const std::string& nam
   static std::map<std::string, std::shared_ptr<Problem>> made;
   std::lock_guard lock(mutex);
   if (auto it = made.find(name); it != made.end()) return it->second;
-  // "lazy_reduce:grad_<x|y|b>:sum:<formula>": the sum's gradient.
+  // "lazy_reduce:grad_<x|y|b>:<sum|logsumexp|min|kmin>:<formula>": the reduction's gradient.
   if (name.compare(12, 5, "grad_") == 0) {
     const std::string wrt = name.substr(17, name.find(':', 17) - 17);
-    if ((wrt != "x" && wrt != "y" && wrt != "b") || name.compare(18, 5, ":sum:") != 0)
-      throw UsageError("problem '" + name + "': write lazy_reduce:grad_x:sum:<formula> (or grad_y, grad_b; "
-                       "gradients of the sum only), e.g. lazy_reduce:grad_x:sum:exp(-sqdist(x,y)/s)");
-    auto p = make_lazy_grad_problem(name, name.substr(23), wrt[0], Scalars{});
+    const auto colon = name.find(':', 19);
+    const std::string reduce = colon == std::string::npos ? "" : name.substr(19, colon - 19);
+    if ((wrt != "x" && wrt != "y" && wrt != "b") || name.size() < 19 || name[18] != ':' ||
+        (reduce != "sum" && reduce != "logsumexp" && reduce != "min" && reduce != "kmin"))
+      throw UsageError("problem '" + name + "': write lazy_reduce:grad_<x|y|b>:<sum|logsumexp|min|kmin>:<formula> "
+                       "(argmin's indices have no gradient; only the sum has b), e.g. "
+                       "lazy_reduce:grad_x:sum:exp(-sqdist(x,y)/s)");
+    const std::string formula = name.substr(colon + 1);
+    auto p = reduce == "min" || reduce == "kmin" ? make_lazy_min_grad_problem(name, formula, wrt[0], reduce == "kmin")
+                                                 : make_lazy_grad_problem(name, formula, wrt[0], reduce, Scalars{});
     made[name] = p;
     return p;
   }

@@ -41,7 +41,7 @@ void InstanceOptions::add_to(CLI::App& app, bool problem_positional) {
   app.add_option("--formula", formula, "with problem lazy_reduce: f(x,y) reduced over y, e.g. "
                  "'exp(-sqdist(x,y)/s)' (docs/lazy-reduce.md)");
   app.add_option("--reduce", reduce, "with --formula: sum, logsumexp, min, argmin or kmin")->capture_default_str();
-  app.add_option("--grad", grad, "with --formula and --reduce sum: the sum's gradient in x, y or b "
+  app.add_option("--grad", grad, "with --formula: the reduction's gradient in x or y (sum, logsumexp, min, kmin) or b (sum) "
                  "(docs/lazy-reduce.md)")->check(CLI::IsMember({"x", "y", "b"}));
   app.parse_complete_callback([this] {
     if (formula.empty() && !grad.empty())
@@ -49,8 +49,11 @@ void InstanceOptions::add_to(CLI::App& app, bool problem_positional) {
     if (formula.empty()) return;
     if (problem != "lazy_reduce")
       throw UsageError("--formula goes with problem lazy_reduce (got '" + problem + "'): kforge verify lazy_reduce --formula 'exp(-sqdist(x,y)/s)' --reduce sum");
-    if (!grad.empty() && reduce != "sum")
-      throw UsageError("--grad " + grad + " with --reduce " + reduce + ": kforge has gradients of the sum only; use --reduce sum");
+    if (!grad.empty() && reduce == "argmin")
+      throw UsageError("--grad " + grad + " with --reduce argmin: indices have no gradient; use --reduce min (the "
+                       "gradient through the argmin)");
+    if (grad == "b" && reduce != "sum")
+      throw UsageError("--grad b with --reduce " + reduce + ": " + reduce + " has no weights b; use --grad x or y");
     problem = "lazy_reduce:" + (grad.empty() ? "" : "grad_" + grad + ":") + reduce + ":" + formula;
   });
 }
