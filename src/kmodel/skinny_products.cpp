@@ -4,6 +4,7 @@
 #include "kmodel/skinny_products.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 #include <cblas.h>
 
@@ -14,6 +15,8 @@
 
 namespace kforge::kmodel::skinny {
 namespace {
+
+std::atomic<bool> portable_only{false};  // force_portable (tests)
 
 #ifdef KFORGE_SKINNY_AVX2
 #define KFORGE_AVX2 __attribute__((target("avx2,fma")))
@@ -73,9 +76,51 @@ template <class L>
 constexpr DotsFn<L> kDots[8] = {dots_avx2<L, 1>, dots_avx2<L, 2>, dots_avx2<L, 3>, dots_avx2<L, 4>,
                                 dots_avx2<L, 5>, dots_avx2<L, 6>, dots_avx2<L, 7>, dots_avx2<L, 8>};
 
+// acc(k, j) += sum_{i < rows} u[i * ldu + k] g[i + j * ldg] for k < r, j < M: k in chunks of
+// 8 * KC lanes, the M x KC accumulators held in registers across the block's rows, so acc is
+// read and written once per block, and each row of u (in cache) once per chunk.
+template <int M, int KC>
+KFORGE_AVX2 void accumulate_avx2(const float* u, std::ptrdiff_t rows, std::ptrdiff_t r, std::ptrdiff_t ldu,
+                                 const float* g, std::ptrdiff_t ldg, float* acc, std::ptrdiff_t ldacc) {
+  std::ptrdiff_t k = 0;
+  for (; k + 8 * KC <= r; k += 8 * KC) {
+    __m256 a[M][KC];
+    for (int j = 0; j < M; ++j)
+      for (int q = 0; q < KC; ++q) a[j][q] = _mm256_loadu_ps(acc + j * ldacc + k + 8 * q);
+    for (std::ptrdiff_t i = 0; i < rows; ++i) {
+      __m256 uv[KC];
+      for (int q = 0; q < KC; ++q) uv[q] = _mm256_loadu_ps(u + i * ldu + k + 8 * q);
+      for (int j = 0; j < M; ++j) {
+        const __m256 gv = _mm256_broadcast_ss(g + i + j * ldg);
+        for (int q = 0; q < KC; ++q) a[j][q] = _mm256_fmadd_ps(uv[q], gv, a[j][q]);
+      }
+    }
+    for (int j = 0; j < M; ++j)
+      for (int q = 0; q < KC; ++q) _mm256_storeu_ps(acc + j * ldacc + k + 8 * q, a[j][q]);
+  }
+  if constexpr (KC > 1) {  // the last full 8 lanes, then the scalar tail
+    accumulate_avx2<M, 1>(u + k, rows, r - k, ldu, g, ldg, acc + k, ldacc);
+  } else {
+    for (; k < r; ++k)
+      for (int j = 0; j < M; ++j) {
+        float s = acc[j * ldacc + k];
+        for (std::ptrdiff_t i = 0; i < rows; ++i) s += u[i * ldu + k] * g[i + j * ldg];
+        acc[j * ldacc + k] = s;
+      }
+  }
+}
+
+using AccFn = void (*)(const float*, std::ptrdiff_t, std::ptrdiff_t, std::ptrdiff_t, const float*, std::ptrdiff_t,
+                       float*, std::ptrdiff_t);
+// Two 8-lane chunks per pass up to 5 right-hand sides (10 accumulators + 2 rows + a broadcast in
+// the 16 ymm registers), one chunk from 6 on.
+constexpr AccFn kAcc[8] = {accumulate_avx2<1, 2>, accumulate_avx2<2, 2>, accumulate_avx2<3, 2>,
+                           accumulate_avx2<4, 2>, accumulate_avx2<5, 2>, accumulate_avx2<6, 1>,
+                           accumulate_avx2<7, 1>, accumulate_avx2<8, 1>};
+
 bool have_avx2() {
   static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
+  return yes && !portable_only.load(std::memory_order_relaxed);
 }
 #endif
 
@@ -113,6 +158,42 @@ void column_dots(const double* a, std::ptrdiff_t len, std::ptrdiff_t cols, std::
   cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, static_cast<blasint>(cols), static_cast<blasint>(m),
               static_cast<blasint>(len), 1.0, a, static_cast<blasint>(lda), x, static_cast<blasint>(ldx), 0.0, out,
               static_cast<blasint>(ldo));
+}
+
+void force_portable(bool on) { portable_only.store(on, std::memory_order_relaxed); }
+
+std::ptrdiff_t fused_block_rows(std::ptrdiff_t r) {
+  // About 192 KiB of U per block: it stays in L2 (512 KiB on Zen 3) beside b, acc and the block's
+  // f and g while the second product reads it again.
+  constexpr std::ptrdiff_t kBlockBytes = 192 * 1024;
+  return std::clamp<std::ptrdiff_t>(kBlockBytes / (4 * std::max<std::ptrdiff_t>(r, 1)), 4, 1024);
+}
+
+void fused_row_pass(const float* ut, std::ptrdiff_t r, std::ptrdiff_t n, std::ptrdiff_t ldu, const float* b,
+                    std::ptrdiff_t ldb, std::ptrdiff_t mb, float* f, std::ptrdiff_t ldf, float* g, std::ptrdiff_t ldg,
+                    std::ptrdiff_t mg, float* acc, std::ptrdiff_t ldacc,
+                    const std::function<void(std::ptrdiff_t, std::ptrdiff_t)>& slopes) {
+  for (std::ptrdiff_t j = 0; j < mg; ++j) std::fill(acc + j * ldacc, acc + j * ldacc + r, 0.0F);
+  const std::ptrdiff_t block = fused_block_rows(r);
+  for (std::ptrdiff_t i0 = 0; i0 < n; i0 += block) {
+    const std::ptrdiff_t i1 = std::min(n, i0 + block), rows = i1 - i0;
+    const float* ub = ut + i0 * ldu;  // U's rows i0..i1-1, each r contiguous floats
+    if (mb > 0) column_dots(ub, r, rows, ldu, b, ldb, mb, f + i0, ldf);
+    slopes(i0, i1);
+    if (mg <= 0 || r <= 0) continue;
+#ifdef KFORGE_SKINNY_AVX2
+    if (have_avx2()) {
+      for (std::ptrdiff_t j = 0; j < mg; j += 8) {
+        const std::ptrdiff_t mj = std::min<std::ptrdiff_t>(8, mg - j);
+        kAcc[mj - 1](ub, rows, r, ldu, g + i0 + j * ldg, ldg, acc + j * ldacc, ldacc);
+      }
+      continue;
+    }
+#endif
+    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(r), static_cast<blasint>(mg),
+                static_cast<blasint>(rows), 1.0F, ub, static_cast<blasint>(ldu), g + i0, static_cast<blasint>(ldg),
+                1.0F, acc, static_cast<blasint>(ldacc));
+  }
 }
 
 }  // namespace kforge::kmodel::skinny
