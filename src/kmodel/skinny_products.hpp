@@ -33,8 +33,15 @@ void fused_row_pass(const float* ut, std::ptrdiff_t r, std::ptrdiff_t n, std::pt
                     std::ptrdiff_t mg, float* acc, std::ptrdiff_t ldacc,
                     const std::function<void(std::ptrdiff_t i0, std::ptrdiff_t i1)>& slopes);
 
-// Rows per block in fused_row_pass for a given r (exposed so tests can make n not a multiple).
-std::ptrdiff_t fused_block_rows(std::ptrdiff_t r);
+// The same in double (each lambda's end points judged in double: f, the slopes, U^T g).
+void fused_row_pass(const double* ut, std::ptrdiff_t r, std::ptrdiff_t n, std::ptrdiff_t ldu, const double* b,
+                    std::ptrdiff_t ldb, std::ptrdiff_t mb, double* f, std::ptrdiff_t ldf, double* g,
+                    std::ptrdiff_t ldg, std::ptrdiff_t mg, double* acc, std::ptrdiff_t ldacc,
+                    const std::function<void(std::ptrdiff_t i0, std::ptrdiff_t i1)>& slopes);
+
+// Rows per block in fused_row_pass for a given r and value size (exposed so tests can make n not
+// a multiple).
+std::ptrdiff_t fused_block_rows(std::ptrdiff_t r, std::size_t value_bytes = sizeof(float));
 
 // For tests: true routes every call above to OpenBLAS, as on a CPU without AVX2 + FMA.
 void force_portable(bool on);

@@ -360,7 +360,16 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
   };
 
   std::vector<std::vector<Fit>> out(static_cast<std::size_t>(nf));
+  // The one-pass judgement's inputs and outputs (s beta, then beta at full rank; U times them).
+  const bool square = r == n;
+  Eigen::MatrixXd jb, jf;
+  if (one_pass) {
+    jb.resize(r, square ? 2 * nf : nf);
+    jf.resize(n, jb.cols());
+    utd = u.transpose();  // (r, n): U's rows contiguous, in double
+  }
   for (const double lambda : lambdas) {
+    bool u_beta_ready = false;
     for (auto& fo : st) {
       if (!warm) fo.x = zero;
       fo.yk = fo.x;
@@ -379,14 +388,35 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
         run_one_pass(lambda, 0.8 * tol);
       else
         run(lambda, 0.8 * tol, true);
-      // Every fold's end point in double, all folds in two products: f, g, U^T g and the residual.
-      for (Eigen::Index j = 0; j < nf; ++j) sbm.col(j) = (s * st[j].x.beta.array()).matrix();
-      product(/*trans=*/false, false, sbm, fnm, nf);
-      for (Eigen::Index j = 0; j < nf; ++j) {
-        st[j].x.f = fnm.col(j).array() + st[j].x.b;
-        slopes_into(st[j], st[j].x, gm.col(j).data());
+      // Every fold's end point in double, all folds at once: f, g, U^T g and the residual.
+      if (one_pass) {
+        // One pass over U's rows in double; at full rank (r = n) it also takes U beta, which is
+        // then alpha (below).
+        for (Eigen::Index j = 0; j < nf; ++j) {
+          jb.col(j) = (s * st[j].x.beta.array()).matrix();
+          if (square) jb.col(nf + j) = st[j].x.beta;
+        }
+        auto slopes = [&](std::ptrdiff_t i0, std::ptrdiff_t i1) {
+          for (Eigen::Index j = 0; j < nf; ++j) {
+            Fold& fo = st[j];
+            for (std::ptrdiff_t i = i0; i < i1; ++i) {
+              const double fi = jf(i, j) + fo.x.b;
+              fo.x.f[i] = fi;
+              gm(i, j) = fo.in[i] ? y[i] * loss_slope(o.loss, o.delta, y[i] * fi) : 0.0;
+            }
+          }
+        };
+        skinny::fused_row_pass(utd.data(), r, n, utd.rows(), jb.data(), jb.rows(), square ? 2 * nf : nf, jf.data(),
+                               jf.rows(), gm.data(), gm.rows(), nf, ghm.data(), ghm.rows(), slopes);
+      } else {
+        for (Eigen::Index j = 0; j < nf; ++j) sbm.col(j) = (s * st[j].x.beta.array()).matrix();
+        product(/*trans=*/false, false, sbm, fnm, nf);
+        for (Eigen::Index j = 0; j < nf; ++j) {
+          st[j].x.f = fnm.col(j).array() + st[j].x.b;
+          slopes_into(st[j], st[j].x, gm.col(j).data());
+        }
+        product(/*trans=*/true, false, gm, ghm, nf);
       }
-      product(/*trans=*/true, false, gm, ghm, nf);
       bool again = false;
       for (Eigen::Index j = 0; j < nf; ++j) {
         Fold& fo = st[j];
@@ -404,11 +434,13 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
         }
       }
       if (again) run(lambda, tol, false);
+      u_beta_ready = one_pass && square && !again;
     }
     // alpha = U_r beta + U_null (-U_null^T g / (n lambda)) = U_r (beta + U_r^T g / (n lambda)) -
     // g / (n lambda), as U_null U_null^T = I - U_r U_r^T; one product for all folds. Off the fold's
     // rows it is ~0 (exactly at the minimizer) and not kept.
-    for (Eigen::Index j = 0; j < nf; ++j) {
+    // At full rank U_r U_r^T = I, so alpha = U beta: the judging pass took it (u_beta_ready).
+    for (Eigen::Index j = 0; j < nf && !u_beta_ready; ++j) {
       Fold& fo = st[j];
       if (!fo.have_slopes) {
         slopes_into(fo, fo.x, fo.g.data());
@@ -416,14 +448,15 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
       }
       sbm.col(j) = fo.x.beta + fo.gh / (fo.nd * lambda);
     }
-    product(/*trans=*/false, false, sbm, fnm, nf);
+    if (!u_beta_ready) product(/*trans=*/false, false, sbm, fnm, nf);
     for (Eigen::Index j = 0; j < nf; ++j) {
       Fold& fo = st[j];
       const double nl = fo.nd * lambda;
       const auto& rows = *fo.rows;
       fo.fit.alpha.resize(static_cast<Eigen::Index>(rows.size()));
       for (std::size_t i = 0; i < rows.size(); ++i)
-        fo.fit.alpha[static_cast<Eigen::Index>(i)] = fnm(rows[i], j) - fo.g[rows[i]] / nl;
+        fo.fit.alpha[static_cast<Eigen::Index>(i)] =
+            u_beta_ready ? jf(rows[i], nf + j) : fnm(rows[i], j) - fo.g[rows[i]] / nl;
       fo.fit.b = fo.x.b;
       fo.fit.objective = objective_at(fo, lambda, fo.x);
       out[j].push_back(std::move(fo.fit));
