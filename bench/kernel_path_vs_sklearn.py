@@ -255,14 +255,17 @@ def main():
             t = {side: [] for side in ["kforge"] + (["alt"] if alt else []) + peers}
             ratio = {p: [] for p in peers}
             alt_ratio, alt_peer_ratio, alt_doc = [], {p: [] for p in peers}, None
+            paths, alt_paths = [], []  # kforge's own "path" seconds per round, both variants
             acc, info = {}, {}
             for _ in range(args.rounds):
                 tk, doc = run_kforge(args, model, csv, gamma)
                 t["kforge"].append(tk)
+                paths.append(doc["seconds"]["path"])
                 if alt:
                     ta, alt_doc = run_kforge(args, model, csv, gamma, args.kforge_alt_args)
                     t["alt"].append(ta)
                     alt_ratio.append(ta / tk)
+                    alt_paths.append(alt_doc["seconds"]["path"])
                 fold = np.array(doc["fold_of_row"])
                 for p in peers:
                     if p == "sklearn":
@@ -300,11 +303,13 @@ def main():
             if alt:
                 ka = alt_doc["seconds"]
                 row["alt"] = {"args": args.kforge_alt_args, "ratio_alt_over_kforge": alt_ratio,
+                              "paths_seconds": alt_paths, "kforge_paths_seconds": paths,
                               "peer_ratio": alt_peer_ratio, "kforge_seconds": ka,
                               "best": [lambdas[int(np.argmax([p["accuracy_mean"] for p in alt_doc["path"]]))],
                                        max(p["accuracy_mean"] for p in alt_doc["path"])]}
                 line += (f"; kforge {args.kforge_alt_args}: {spread(t['alt'])} s, time alt/kforge "
-                         f"{spread(alt_ratio)}x" + "".join(f", {p}/alt {spread(alt_peer_ratio[p])}x" for p in peers) +
+                         f"{spread(alt_ratio)}x, paths (kforge's own split, every round) {spread(alt_paths)} s "
+                         f"against {spread(paths)} s, alt/kforge {spread([a / b for a, b in zip(alt_paths, paths)])}x" + "".join(f", {p}/alt {spread(alt_peer_ratio[p])}x" for p in peers) +
                          f", its split (last round): eigen {ka['eigen']:.3f} s, paths {ka['path']:.3f} s, "
                          f"iterations {sum(p['iterations'] for p in alt_doc['path'])}, best CV accuracy "
                          f"{row['alt']['best'][1]:.4f} (lambda {row['alt']['best'][0]:.3g})")
