@@ -131,7 +131,8 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
   if (single) {
     // The one-pass steps read only U's rows (utf); the two-pass ones U's columns too (uf).
     if (one_pass) {
-      utf = u.transpose().cast<float>();  // (r, n): U's rows contiguous
+      utd = u.transpose();  // (r, n): U's rows contiguous, in double (the judgement's pass)
+      utf = utd.cast<float>();  // a straight copy, not a second transpose
     } else {
       uf = u.cast<float>();
       if (streamed) utf = uf.transpose();
@@ -366,7 +367,6 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
   if (one_pass) {
     jb.resize(r, square ? 2 * nf : nf);
     jf.resize(n, jb.cols());
-    utd = u.transpose();  // (r, n): U's rows contiguous, in double
   }
   for (const double lambda : lambdas) {
     bool u_beta_ready = false;
