@@ -23,6 +23,8 @@
 // every fold still iterating as ONE matrix product (G, B: a column per fold), so the n x r U is
 // read once per step for all folds instead of once per fold: with r = n (a full-rank kernel
 // matrix) the path is bound by that read. Each fold keeps its own momentum, restarts and stop.
+// With the float steps (the default) both products go in ONE pass over U's rows (run_one_pass,
+// skinny::fused_row_pass): f for a block of rows, the slopes there, U_blk^T g from cache.
 //
 // Only the r eigenpairs with s_k > rank_tol * s_max are iterated on: the others do not move f or
 // the objective. Their coefficients are set at the end so that alpha = -g / (n lambda), the
