@@ -74,12 +74,12 @@ def make_data(kind, n, seed):
     return x, np.where(y > 0, 1, -1)
 
 
-def run_kforge(args, model, csv, gamma):
+def run_kforge(args, model, csv, gamma, extra=None):
     cmd = [args.kforge, "kmodel", model, "--data", csv, "--gamma", repr(float(gamma)), "--lambdas", args.lambdas,
            "--folds", str(args.folds), "--json"]
     if model == "svm":
         cmd += ["--loss", args.svm_loss]
-    cmd += args.kforge_args.split()
+    cmd += (args.kforge_args if extra is None else extra).split()
     t = time.perf_counter()
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return time.perf_counter() - t, json.loads(out)
@@ -216,6 +216,10 @@ def main():
     ap.add_argument("--kforge-args", default="",
                     help="more options for `kforge kmodel`, e.g. \"--per-fold-decomposition --eigensolver lapack "
                          "--double-steps\" (logreg's route before 2026-12-05)")
+    ap.add_argument("--kforge-alt-args", default=None,
+                    help="also run kforge with these options instead of --kforge-args, right after it in every "
+                         "round (interleaved), e.g. \"--two-pass-steps\": its time, its ratio to each peer and "
+                         "the per-round time ratio alt/kforge")
     ap.add_argument("--json", help="also write the raw figures here")
     args = ap.parse_args()
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -247,12 +251,21 @@ def main():
         if "torchkm" in peers:
             check_torchkm_kernel(x, gamma)
         for model in args.models.split(","):
-            t = {side: [] for side in ["kforge"] + peers}
+            alt = args.kforge_alt_args is not None
+            t = {side: [] for side in ["kforge"] + (["alt"] if alt else []) + peers}
             ratio = {p: [] for p in peers}
+            alt_ratio, alt_peer_ratio, alt_doc = [], {p: [] for p in peers}, None
+            paths, alt_paths = [], []  # kforge's own "path" seconds per round, both variants
             acc, info = {}, {}
             for _ in range(args.rounds):
                 tk, doc = run_kforge(args, model, csv, gamma)
                 t["kforge"].append(tk)
+                paths.append(doc["seconds"]["path"])
+                if alt:
+                    ta, alt_doc = run_kforge(args, model, csv, gamma, args.kforge_alt_args)
+                    t["alt"].append(ta)
+                    alt_ratio.append(ta / tk)
+                    alt_paths.append(alt_doc["seconds"]["path"])
                 fold = np.array(doc["fold_of_row"])
                 for p in peers:
                     if p == "sklearn":
@@ -261,6 +274,8 @@ def main():
                         tp, acc[p], info[p] = run_torchkm(model, x, y, gamma, lambdas, fold, args.torchkm_max_iter)
                     t[p].append(tp)
                     ratio[p].append(tp / tk)
+                    if alt:
+                        alt_peer_ratio[p].append(tp / ta)
             acc["kforge"] = [p["accuracy_mean"] for p in doc["path"]]
             best = {side: int(np.argmax(acc[side])) for side in ["kforge"] + peers}  # ties: the larger lambda
             row = {"n": n, "model": model, "seconds": t, "ratio": ratio, "acc": acc, "peer_info": info,
@@ -285,6 +300,19 @@ def main():
             line += (f"; kforge's own split (last round): gram {ks['gram']:.3f} s, eigen {ks['eigen']:.3f} s, "
                      f"paths {ks['path']:.3f} s, scoring {ks.get('score', 0):.3f} s, "
                      f"iterations {sum(p['iterations'] for p in doc['path'])}")
+            if alt:
+                ka = alt_doc["seconds"]
+                row["alt"] = {"args": args.kforge_alt_args, "ratio_alt_over_kforge": alt_ratio,
+                              "paths_seconds": alt_paths, "kforge_paths_seconds": paths,
+                              "peer_ratio": alt_peer_ratio, "kforge_seconds": ka,
+                              "best": [lambdas[int(np.argmax([p["accuracy_mean"] for p in alt_doc["path"]]))],
+                                       max(p["accuracy_mean"] for p in alt_doc["path"])]}
+                line += (f"; kforge {args.kforge_alt_args}: {spread(t['alt'])} s, time alt/kforge "
+                         f"{spread(alt_ratio)}x, paths (kforge's own split, every round) {spread(alt_paths)} s "
+                         f"against {spread(paths)} s, alt/kforge {spread([a / b for a, b in zip(alt_paths, paths)])}x" + "".join(f", {p}/alt {spread(alt_peer_ratio[p])}x" for p in peers) +
+                         f", its split (last round): eigen {ka['eigen']:.3f} s, paths {ka['path']:.3f} s, "
+                         f"iterations {sum(p['iterations'] for p in alt_doc['path'])}, best CV accuracy "
+                         f"{row['alt']['best'][1]:.4f} (lambda {row['alt']['best'][0]:.3g})")
             if "same_model" in row:
                 line += "; same model, fold 0 at lambda {:.3g}: ".format(lambdas[best["kforge"]]) + ", ".join(
                     f"tol {tol:g}: max|f_kforge - f_sklearn|/max|f_sklearn| {v['rel_max_diff']:.2e}, "

@@ -83,6 +83,11 @@ struct SolverOptions {
   // transposed copy (AVX2 dot products, no copy of U per call) instead of OpenBLAS's sgemm/dgemm,
   // which pack all of U on every call. false: OpenBLAS (for comparison).
   bool streamed_products = true;
+  // With the streamed float steps: each step reads U once, by blocks of its rows (f = U (s beta)
+  // for the block, the slopes there, then U_blk^T g while the block is in cache), instead of
+  // twice (U (s beta), then U^T g). The same iterates (the restart test is applied after the pass;
+  // a restarted fold's slopes are retaken in the next pass). false: two passes (for comparison).
+  bool one_pass_steps = true;
   // Eigenvalues below rank_tol * the largest are taken as 0: the solver iterates only on the r
   // others (O(n r) per step instead of O(n^2)); the fitted values move by at most
   // rank_tol * s_max * |alpha|. Smooth kernels on low-dimensional data have r << n.

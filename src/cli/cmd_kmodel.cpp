@@ -25,7 +25,7 @@ struct Opts {
   double coef0 = 1, delta = 0.5, tol = 0, rank_tol = 1e-12;
   std::uint64_t seed = 1;
   bool json = false, cold = false, no_shrinking = false, per_fold = false, double_steps = false,
-       sgemm_steps = false;
+       sgemm_steps = false, two_pass_steps = false;
 };
 
 double parse_gamma(const std::string& s, const Eigen::MatrixXd& x) {
@@ -158,6 +158,9 @@ void add_kmodel(CLI::App& app, int& code) {
   cmd->add_flag("--sgemm-steps", o->sgemm_steps,
                 "smooth losses: the path's products with U by OpenBLAS (sgemm, dgemm) instead of streaming U (for "
                 "comparison)");
+  cmd->add_flag("--two-pass-steps", o->two_pass_steps,
+                "smooth losses: each float step reads U twice (U (s beta), then U^T g) instead of once by row "
+                "blocks (for comparison)");
   cmd->add_flag("--cold", o->cold, "fit each lambda from zero instead of the previous lambda's solution");
   cmd->add_flag("--no-shrinking", o->no_shrinking, "hinge: SMO scans every row at every step (same fits; for comparison)");
   cmd->add_option("--save", o->save, "refit on every row at the chosen lambda and write the model (JSON)");
@@ -197,6 +200,7 @@ void add_kmodel(CLI::App& app, int& code) {
     cv.shared_decomposition = !o->per_fold;
     cv.solver.single_precision_steps = !o->double_steps;
     cv.solver.streamed_products = !o->sgemm_steps;
+    cv.solver.one_pass_steps = !o->two_pass_steps;
     // A held-out file is read before the work, so that a bad one fails fast.
     std::optional<kmodel::Dataset> held_out;
     if (!o->test.empty()) {
@@ -247,7 +251,8 @@ void add_kmodel(CLI::App& app, int& code) {
       if (!smo) j["solver"].update({{"rank_tol", o->rank_tol}, {"eigensolver", o->eigensolver},
                                     {"decomposition", cv.shared_decomposition ? "shared" : "per_fold"},
                                     {"single_precision_steps", cv.solver.single_precision_steps},
-                                    {"streamed_products", cv.solver.streamed_products}});
+                                    {"streamed_products", cv.solver.streamed_products},
+                                    {"one_pass_steps", cv.solver.one_pass_steps}});
       if (cv.solver.loss == kmodel::Loss::huber_hinge) j["solver"]["delta"] = o->delta;
       j["folds"] = cv.folds;
       j["seed"] = cv.seed;

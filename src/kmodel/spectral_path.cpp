@@ -23,6 +23,8 @@
 // every fold still iterating as ONE matrix product (G, B: a column per fold), so the n x r U is
 // read once per step for all folds instead of once per fold: with r = n (a full-rank kernel
 // matrix) the path is bound by that read. Each fold keeps its own momentum, restarts and stop.
+// With the float steps (the default) both products go in ONE pass over U's rows (run_one_pass,
+// skinny::fused_row_pass): f for a block of rows, the slopes there, U_blk^T g from cache.
 //
 // Only the r eigenpairs with s_k > rank_tol * s_max are iterated on: the others do not move f or
 // the objective. Their coefficients are set at the end so that alpha = -g / (n lambda), the
@@ -87,6 +89,11 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
     double t = 1, f_prev = 0;
     bool done = false, have_slopes = false;  // g, gh are at x
     Eigen::VectorXd g, gh;  // at x once done
+    // One-pass steps (run_one_pass): the step being taken, its momentum, and whether g, gh are at yk.
+    Point nx;
+    double t_next = 1, mom = 0;
+    bool fresh = false;
+    std::vector<unsigned char> in;  // in[i]: row i is one of the fold's (training) rows
     Fit fit;
   };
   std::vector<Fold> st(static_cast<std::size_t>(nf));
@@ -95,8 +102,11 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
     st[j].rows = &folds[j];
     st[j].nd = static_cast<double>(folds[j].size());
     st[j].x = zero;
+    st[j].nx = zero;
     st[j].g = Eigen::VectorXd::Zero(n);
     st[j].gh = Eigen::VectorXd::Zero(r);
+    st[j].in.assign(static_cast<std::size_t>(n), 0);
+    for (const Eigen::Index i : folds[j]) st[j].in[static_cast<std::size_t>(i)] = 1;
   }
   auto objective_at = [&](const Fold& fo, double lambda, const Point& p) {
     double sum = 0;
@@ -116,13 +126,25 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
   // The float products stream U (U^T G) and its transpose (U B) through skinny::column_dots:
   // OpenBLAS's sgemm would pack all of U on every call (as long as its kernel took, measured).
   const bool streamed = single && o.streamed_products;
-  Eigen::MatrixXf uf, utf, in_f, out_f;
+  // One pass over U per float step (run_one_pass): needs the transpose the streamed steps keep.
+  const bool one_pass = streamed && o.one_pass_steps;
+  Eigen::MatrixXf uf, utf, in_f, out_f, g_f, gh_f;
   Eigen::MatrixXd utd;  // U^T in double for the streamed double products (made on first use)
   if (single) {
-    uf = u.cast<float>();
-    if (streamed) utf = uf.transpose();  // (r, n): U's rows contiguous
+    // The one-pass steps read only U's rows (utf); the two-pass ones U's columns too (uf).
+    if (one_pass) {
+      utd = u.transpose();  // (r, n): U's rows contiguous, in double (the judgement's pass)
+      utf = utd.cast<float>();  // a straight copy, not a second transpose
+    } else {
+      uf = u.cast<float>();
+      if (streamed) utf = uf.transpose();
+    }
     in_f.resize(std::max(n, r), nf);
     out_f.resize(std::max(n, r), nf);
+    if (one_pass) {
+      g_f.resize(n, nf);
+      gh_f.resize(r, nf);
+    }
   }
   // dst (m, k) = U^T src or U src, src and dst column-major with k columns (m: r or n).
   auto product = [&](bool trans, bool in_float, const Eigen::MatrixXd& src, Eigen::MatrixXd& dst, Eigen::Index k) {
@@ -234,8 +256,122 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
     }
   };
 
+  // run(lambda, stop, true) with each step's two products in ONE pass over U's rows
+  // (skinny::fused_row_pass): a step's f = U (s beta_next) for a block of rows, the slopes there at
+  // the point the next step starts from, then U_blk^T g while the block is in cache. That point is
+  // yk = next + mom (next - x) unless the objective at next rose (a restart: yk = next), which is
+  // known only after the whole pass; so the pass takes the slopes at the momentum point, and a
+  // fold that restarts with mom != 0 takes its slopes at next in the following pass (as a
+  // "sloping" column, with no step), then steps on. The iterates are run()'s.
+  std::vector<Eigen::Index> sloping;
+  auto run_one_pass = [&](double lambda, double stop) {
+    for (auto& fo : st) fo.fresh = false;
+    for (;;) {
+      stepping.clear();
+      sloping.clear();
+      for (Eigen::Index j = 0; j < nf; ++j) {
+        Fold& fo = st[j];
+        if (fo.done) continue;
+        if (!fo.fresh) {
+          sloping.push_back(j);
+          continue;
+        }
+        const double nl = fo.nd * lambda;
+        fo.fit.kkt = kkt_at(nl, fo.g, fo.gh, fo.yk.beta);
+        if (fo.fit.kkt <= stop || fo.fit.iterations >= max_iter) {
+          fo.fit.converged = fo.fit.kkt <= stop;
+          if (fo.fit.converged) {
+            fo.x = fo.yk;
+            fo.have_slopes = true;
+          }
+          fo.done = true;
+          continue;
+        }
+        // run()'s step, into nx; yk becomes the momentum point (its f is made in the pass).
+        const Eigen::ArrayXd d = c * s + nl;
+        const double schur = c * (w_rest + (w.square() * nl / d).sum());
+        const Eigen::ArrayXd step = (-fo.gh.array() - nl * fo.yk.beta.array()) / d;
+        const double db = -(fo.g.sum() + c * (w * s * step).sum()) / schur;
+        fo.nx.beta = (fo.yk.beta.array() + step - c * db * w / d).matrix();
+        fo.nx.b = fo.yk.b + db;
+        fo.t_next = (1 + std::sqrt(1 + 4 * fo.t * fo.t)) / 2;
+        fo.mom = o.accelerate ? (fo.t - 1) / fo.t_next : 0.0;
+        fo.yk.beta = fo.nx.beta + fo.mom * (fo.nx.beta - fo.x.beta);
+        fo.yk.b = fo.nx.b + fo.mom * (fo.nx.b - fo.x.b);
+        in_f.col(static_cast<Eigen::Index>(stepping.size())).head(r) = (s * fo.nx.beta.array()).cast<float>().matrix();
+        stepping.push_back(j);
+      }
+      const Eigen::Index ns = static_cast<Eigen::Index>(stepping.size());
+      const Eigen::Index nsl = static_cast<Eigen::Index>(sloping.size());
+      if (ns + nsl == 0) return;
+      // g's columns: the stepping folds' (at their momentum points), then the sloping folds' (at yk).
+      auto slopes = [&](std::ptrdiff_t i0, std::ptrdiff_t i1) {
+        for (Eigen::Index col = 0; col < ns; ++col) {
+          Fold& fo = st[stepping[col]];
+          const float* fn = out_f.col(col).data();
+          float* gf = g_f.col(col).data();
+          for (std::ptrdiff_t i = i0; i < i1; ++i) {
+            const double fi = static_cast<double>(fn[i]) + fo.nx.b;
+            fo.nx.f[i] = fi;
+            const double fy = fi + fo.mom * (fi - fo.x.f[i]);
+            fo.yk.f[i] = fy;
+            const double gi = fo.in[i] ? y[i] * loss_slope(o.loss, o.delta, y[i] * fy) : 0.0;
+            fo.g[i] = gi;
+            gf[i] = static_cast<float>(gi);
+          }
+        }
+        for (Eigen::Index col = 0; col < nsl; ++col) {
+          Fold& fo = st[sloping[col]];
+          float* gf = g_f.col(ns + col).data();
+          for (std::ptrdiff_t i = i0; i < i1; ++i) {
+            const double gi = fo.in[i] ? y[i] * loss_slope(o.loss, o.delta, y[i] * fo.yk.f[i]) : 0.0;
+            fo.g[i] = gi;
+            gf[i] = static_cast<float>(gi);
+          }
+        }
+      };
+      skinny::fused_row_pass(utf.data(), r, n, utf.rows(), in_f.data(), in_f.rows(), ns, out_f.data(), out_f.rows(),
+                             g_f.data(), g_f.rows(), ns + nsl, gh_f.data(), gh_f.rows(), slopes);
+      for (Eigen::Index col = 0; col < nsl; ++col) {
+        Fold& fo = st[sloping[col]];
+        fo.gh = gh_f.col(ns + col).cast<double>();
+        fo.fresh = true;
+      }
+      for (Eigen::Index col = 0; col < ns; ++col) {
+        Fold& fo = st[stepping[col]];
+        const double f_next = objective_at(fo, lambda, fo.nx);
+        if (o.accelerate && f_next <= fo.f_prev) {
+          fo.t = fo.t_next;  // yk is the momentum point, its slopes taken in the pass
+          fo.fresh = true;
+        } else {
+          // No momentum, or a restart: the plain MM step from next. The pass's slopes are at next
+          // when mom was 0; else they are retaken at next in the following pass.
+          fo.yk.beta = fo.nx.beta;
+          fo.yk.b = fo.nx.b;
+          fo.yk.f = fo.nx.f;
+          fo.t = 1;
+          fo.fresh = fo.mom == 0;
+        }
+        if (fo.fresh) fo.gh = gh_f.col(col).cast<double>();
+        std::swap(fo.x.beta, fo.nx.beta);
+        std::swap(fo.x.f, fo.nx.f);
+        fo.x.b = fo.nx.b;
+        fo.f_prev = f_next;
+        ++fo.fit.iterations;
+      }
+    }
+  };
+
   std::vector<std::vector<Fit>> out(static_cast<std::size_t>(nf));
+  // The one-pass judgement's inputs and outputs (s beta, then beta at full rank; U times them).
+  const bool square = r == n;
+  Eigen::MatrixXd jb, jf;
+  if (one_pass) {
+    jb.resize(r, square ? 2 * nf : nf);
+    jf.resize(n, jb.cols());
+  }
   for (const double lambda : lambdas) {
+    bool u_beta_ready = false;
     for (auto& fo : st) {
       if (!warm) fo.x = zero;
       fo.yk = fo.x;
@@ -249,15 +385,40 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
     if (!single) {
       run(lambda, tol, false);
     } else {
-      run(lambda, 0.8 * tol, true);  // a margin for the float evaluation's error
-      // Every fold's end point in double, all folds in two products: f, g, U^T g and the residual.
-      for (Eigen::Index j = 0; j < nf; ++j) sbm.col(j) = (s * st[j].x.beta.array()).matrix();
-      product(/*trans=*/false, false, sbm, fnm, nf);
-      for (Eigen::Index j = 0; j < nf; ++j) {
-        st[j].x.f = fnm.col(j).array() + st[j].x.b;
-        slopes_into(st[j], st[j].x, gm.col(j).data());
+      // A margin for the float evaluation's error.
+      if (one_pass)
+        run_one_pass(lambda, 0.8 * tol);
+      else
+        run(lambda, 0.8 * tol, true);
+      // Every fold's end point in double, all folds at once: f, g, U^T g and the residual.
+      if (one_pass) {
+        // One pass over U's rows in double; at full rank (r = n) it also takes U beta, which is
+        // then alpha (below).
+        for (Eigen::Index j = 0; j < nf; ++j) {
+          jb.col(j) = (s * st[j].x.beta.array()).matrix();
+          if (square) jb.col(nf + j) = st[j].x.beta;
+        }
+        auto slopes = [&](std::ptrdiff_t i0, std::ptrdiff_t i1) {
+          for (Eigen::Index j = 0; j < nf; ++j) {
+            Fold& fo = st[j];
+            for (std::ptrdiff_t i = i0; i < i1; ++i) {
+              const double fi = jf(i, j) + fo.x.b;
+              fo.x.f[i] = fi;
+              gm(i, j) = fo.in[i] ? y[i] * loss_slope(o.loss, o.delta, y[i] * fi) : 0.0;
+            }
+          }
+        };
+        skinny::fused_row_pass(utd.data(), r, n, utd.rows(), jb.data(), jb.rows(), square ? 2 * nf : nf, jf.data(),
+                               jf.rows(), gm.data(), gm.rows(), nf, ghm.data(), ghm.rows(), slopes);
+      } else {
+        for (Eigen::Index j = 0; j < nf; ++j) sbm.col(j) = (s * st[j].x.beta.array()).matrix();
+        product(/*trans=*/false, false, sbm, fnm, nf);
+        for (Eigen::Index j = 0; j < nf; ++j) {
+          st[j].x.f = fnm.col(j).array() + st[j].x.b;
+          slopes_into(st[j], st[j].x, gm.col(j).data());
+        }
+        product(/*trans=*/true, false, gm, ghm, nf);
       }
-      product(/*trans=*/true, false, gm, ghm, nf);
       bool again = false;
       for (Eigen::Index j = 0; j < nf; ++j) {
         Fold& fo = st[j];
@@ -275,11 +436,13 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
         }
       }
       if (again) run(lambda, tol, false);
+      u_beta_ready = one_pass && square && !again;
     }
     // alpha = U_r beta + U_null (-U_null^T g / (n lambda)) = U_r (beta + U_r^T g / (n lambda)) -
     // g / (n lambda), as U_null U_null^T = I - U_r U_r^T; one product for all folds. Off the fold's
     // rows it is ~0 (exactly at the minimizer) and not kept.
-    for (Eigen::Index j = 0; j < nf; ++j) {
+    // At full rank U_r U_r^T = I, so alpha = U beta: the judging pass took it (u_beta_ready).
+    for (Eigen::Index j = 0; j < nf && !u_beta_ready; ++j) {
       Fold& fo = st[j];
       if (!fo.have_slopes) {
         slopes_into(fo, fo.x, fo.g.data());
@@ -287,14 +450,15 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
       }
       sbm.col(j) = fo.x.beta + fo.gh / (fo.nd * lambda);
     }
-    product(/*trans=*/false, false, sbm, fnm, nf);
+    if (!u_beta_ready) product(/*trans=*/false, false, sbm, fnm, nf);
     for (Eigen::Index j = 0; j < nf; ++j) {
       Fold& fo = st[j];
       const double nl = fo.nd * lambda;
       const auto& rows = *fo.rows;
       fo.fit.alpha.resize(static_cast<Eigen::Index>(rows.size()));
       for (std::size_t i = 0; i < rows.size(); ++i)
-        fo.fit.alpha[static_cast<Eigen::Index>(i)] = fnm(rows[i], j) - fo.g[rows[i]] / nl;
+        fo.fit.alpha[static_cast<Eigen::Index>(i)] =
+            u_beta_ready ? jf(rows[i], nf + j) : fnm(rows[i], j) - fo.g[rows[i]] / nl;
       fo.fit.b = fo.x.b;
       fo.fit.objective = objective_at(fo, lambda, fo.x);
       out[j].push_back(std::move(fo.fit));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kforge/kmodel.hpp"
@@ -374,6 +375,143 @@ TEST(KernelModelPath, StreamedStepsMatchSgemmSteps) {
       EXPECT_NEAR(streamed[j][i].objective, blas[j][i].objective, 1e-5 * blas[j][i].objective)
           << "fold " << j << " lambda " << lambdas[i];
     }
+}
+
+// skinny::force_portable for one scope (tests of the OpenBLAS route on an AVX2 machine).
+struct PortableProducts {
+  explicit PortableProducts(bool on) { skinny::force_portable(on); }
+  ~PortableProducts() { skinny::force_portable(false); }
+};
+
+// The one-pass step's kernel (float steps; double judgement): f = U b row block by row block, the callback's g from f, acc = U^T g;
+// against long double sums, at r past the 8- and 16-lane chunks, n past several row blocks (not
+// a multiple of the block), mb 0..9 and mg 1..11 (past one chunk of 8), padded leading
+// dimensions; the callback sees contiguous blocks covering every row once, in order.
+// A sum of len products in T: |error| <= len * eps/2 * sum |p| (the textbook bound), plus one unit
+// for the inputs' own rounding.
+template <typename T>
+double sum_bound(std::ptrdiff_t len, long double mag) {
+  return static_cast<double>(len + 2) * static_cast<double>(std::numeric_limits<T>::epsilon()) / 2 *
+         static_cast<double>(1 + mag);
+}
+
+template <typename T>
+void check_fused_row_pass() {
+  std::mt19937_64 rng(43);
+  std::uniform_real_distribution<T> unit(-1, 1);
+  struct Shape {
+    std::ptrdiff_t r, mb, mg;
+  };
+  for (const Shape sh : {Shape{1, 1, 1}, Shape{13, 3, 5}, Shape{203, 5, 5}, Shape{203, 0, 3}, Shape{1037, 9, 11}}) {
+    const std::ptrdiff_t r = sh.r, mb = sh.mb, mg = sh.mg;
+    const std::ptrdiff_t n = 3 * skinny::fused_block_rows(r, sizeof(T)) + 7;
+    const std::ptrdiff_t ldu = r + 3, ldb = r + 1, ldf = n + 2, ldg = n + 5, ldacc = r + 4;
+    std::vector<T> ut(static_cast<std::size_t>(ldu * n)), b(static_cast<std::size_t>(ldb * std::max<std::ptrdiff_t>(mb, 1)));
+    for (T& v : ut) v = unit(rng);
+    for (T& v : b) v = unit(rng);
+    std::vector<T> extra(static_cast<std::size_t>(n * mg));  // g's columns past mb: not from f
+    for (T& v : extra) v = unit(rng);
+    const T nan = std::numeric_limits<T>::quiet_NaN();
+    std::vector<T> f(static_cast<std::size_t>(ldf * std::max<std::ptrdiff_t>(mb, 1)), nan),
+        g(static_cast<std::size_t>(ldg * mg), nan), acc(static_cast<std::size_t>(ldacc * mg), nan);
+    std::ptrdiff_t next_row = 0;
+    auto slopes = [&](std::ptrdiff_t i0, std::ptrdiff_t i1) {
+      ASSERT_EQ(i0, next_row);
+      ASSERT_GT(i1, i0);
+      next_row = i1;
+      for (std::ptrdiff_t j = 0; j < mg; ++j)
+        for (std::ptrdiff_t i = i0; i < i1; ++i)
+          g[static_cast<std::size_t>(j * ldg + i)] =
+              j < mb ? std::tanh(f[static_cast<std::size_t>(j * ldf + i)]) : extra[static_cast<std::size_t>(j * n + i)];
+    };
+    skinny::fused_row_pass(ut.data(), r, n, ldu, b.data(), ldb, mb, f.data(), ldf, g.data(), ldg, mg, acc.data(),
+                           ldacc, slopes);
+    EXPECT_EQ(next_row, n) << "r " << r;
+    auto u = [&](std::ptrdiff_t i, std::ptrdiff_t k) { return static_cast<long double>(ut[static_cast<std::size_t>(i * ldu + k)]); };
+    for (std::ptrdiff_t j = 0; j < mb; ++j)
+      for (std::ptrdiff_t i = 0; i < ldf; ++i) {
+        const T got = f[static_cast<std::size_t>(j * ldf + i)];
+        if (i >= n) {
+          EXPECT_TRUE(std::isnan(got)) << "f's padding written at " << i;
+          continue;
+        }
+        long double want = 0, mag = 0;
+        for (std::ptrdiff_t k = 0; k < r; ++k) {
+          const long double p = u(i, k) * b[static_cast<std::size_t>(j * ldb + k)];
+          want += p;
+          mag += std::fabs(p);
+        }
+        ASSERT_NEAR(got, static_cast<double>(want), sum_bound<T>(r, mag)) << "f r " << r << " row " << i;
+      }
+    for (std::ptrdiff_t j = 0; j < mg; ++j)
+      for (std::ptrdiff_t k = 0; k < ldacc; ++k) {
+        const T got = acc[static_cast<std::size_t>(j * ldacc + k)];
+        if (k >= r) {
+          EXPECT_TRUE(std::isnan(got)) << "acc's padding written at " << k;
+          continue;
+        }
+        long double want = 0, mag = 0;
+        for (std::ptrdiff_t i = 0; i < n; ++i) {
+          const long double p = u(i, k) * g[static_cast<std::size_t>(j * ldg + i)];
+          want += p;
+          mag += std::fabs(p);
+        }
+        ASSERT_NEAR(got, static_cast<double>(want), sum_bound<T>(n, mag))
+            << "acc r " << r << " column " << j << " k " << k;
+      }
+  }
+}
+
+TEST(KernelModelPath, FusedRowPassMatchesALongDoubleSum) {
+  check_fused_row_pass<float>();
+  check_fused_row_pass<double>();
+  const PortableProducts portable(true);  // the OpenBLAS route, as without AVX2 + FMA
+  check_fused_row_pass<float>();
+  check_fused_row_pass<double>();
+}
+
+// The one-pass steps take the two-pass steps' path: at n = 611 (not a multiple of 8 nor of the
+// row block, 80 rows at r = 611, so several blocks and a tail), 10-dimensional data (full rank),
+// 1..7 folds in lockstep, with and without AVX2: every fit converged, the same iteration counts
+// (within 1: the products' float sums are ordered differently), objectives to 1e-6 relative.
+TEST(KernelModelPath, OnePassStepsTakeTheTwoPassPath) {
+  const Dataset data = test::blobs(/*n=*/611, /*d=*/10, 0.3, 0.1, /*seed=*/53);
+  const Eigen::MatrixXd k = gram({KernelFunction::Kind::rbf, gamma_scale(data.x)}, data.x, data.x);
+  const Spectrum sp = decompose(k, EigenSolver::automatic, 1e-12);
+  ASSERT_GT(k.rows() % skinny::fused_block_rows(sp.s.size()), 0);
+  ASSERT_GT(k.rows() % skinny::fused_block_rows(sp.s.size(), sizeof(double)), 0);
+  ASSERT_EQ(sp.s.size(), k.rows()) << "full rank: the judgement's alpha = U beta is exercised";
+  const std::vector<double> lambdas = parse_lambdas("1e-3:1:4");
+  for (const bool portable : {false, true}) {
+    const PortableProducts route(portable);
+    for (std::size_t nf = 1; nf <= 7; ++nf) {
+      std::vector<std::vector<Eigen::Index>> folds(nf);  // fold j trains on the rows i % nf != j
+      for (Eigen::Index i = 0; i < k.rows(); ++i)
+        for (std::size_t j = 0; j < nf; ++j)
+          if (nf == 1 || static_cast<std::size_t>(i) % nf != j) folds[j].push_back(i);
+      SolverOptions o;
+      o.loss = Loss::logistic;  // the default tol: float steps
+      const auto one = fit_path_folds(sp, data.y, folds, o, lambdas);
+      o.one_pass_steps = false;
+      const auto two = fit_path_folds(sp, data.y, folds, o, lambdas);
+      for (std::size_t j = 0; j < nf; ++j)
+        for (std::size_t i = 0; i < lambdas.size(); ++i) {
+          const std::string at = "portable " + std::to_string(portable) + " folds " + std::to_string(nf) + " fold " +
+                                 std::to_string(j) + " lambda " + std::to_string(lambdas[i]);
+          ASSERT_TRUE(one[j][i].converged && two[j][i].converged) << at;
+          EXPECT_LE(one[j][i].kkt, 1e-4) << at;
+          EXPECT_LE(std::abs(one[j][i].iterations - two[j][i].iterations), 1) << at;
+          EXPECT_NEAR(one[j][i].objective, two[j][i].objective, 1e-6 * two[j][i].objective) << at;
+          // alpha (at full rank the one-pass judgement reads it off as U beta): the same fit's,
+          // and with one fold (every row) its residual recomputed from K meets the stop.
+          const double a_max = two[j][i].alpha.lpNorm<Eigen::Infinity>();
+          EXPECT_LE((one[j][i].alpha - two[j][i].alpha).lpNorm<Eigen::Infinity>(), 1e-3 * a_max) << at;
+          EXPECT_NEAR(one[j][i].b, two[j][i].b, 1e-3 * (1 + std::abs(two[j][i].b))) << at;
+          if (nf == 1)
+            EXPECT_LE(kkt_residual(k, data.y, o, lambdas[i], one[j][i].alpha, one[j][i].b), 1e-4 * (1 + 1e-6)) << at;
+        }
+    }
+  }
 }
 
 TEST(KernelModelPath, SeparableDataIsClassifiedPerfectly) {
