@@ -146,10 +146,15 @@ DualCheck check_dual(const Instance& in, const Gram& G, const std::vector<double
   DualCheck o;
   const std::int64_t N = in.sizes.at("N");
   const double C = 1 / (static_cast<double>(N) * in.scalars.at("lambda")), band = 8 * kU * C;
-  const double nu = static_cast<double>(N + 2) * kU;
   if (!std::isfinite(b)) return o;
-  for (std::int64_t j = 0; j < N; ++j)
+  std::int64_t nnz = 0;
+  for (std::int64_t j = 0; j < N; ++j) {
     if (!std::isfinite(A[j]) || !std::isfinite(F[j])) return o;
+    nnz += A[j] != 0;
+  }
+  // gamma over the nonzero A_j only: a product with A_j = 0 and its addition are exact, so in any
+  // summation order a term meets at most nnz - 1 inexact additions (+ its product, + B).
+  const double nu = static_cast<double>(nnz + 2) * kU;
   const Eigen::Map<const Eigen::VectorXd> a(A.data(), N);
   const Eigen::VectorXd ka = G.k * a, aa = a.cwiseAbs();
   const Eigen::VectorXd tf = 2 * ((G.e * aa).array() + nu * ((G.k * aa).array() + std::fabs(b)));
