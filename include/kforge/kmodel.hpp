@@ -53,7 +53,7 @@ struct KernelFunction {
 [[nodiscard]] Eigen::MatrixXd gram(const KernelFunction& k, const Eigen::MatrixXd& a, const Eigen::MatrixXd& b);
 
 // hinge max(0, 1 - t) (the SVM, by SMO); Huberized hinge (its corner rounded over delta, by the
-// spectral path: what torchkm and the kernel_svm problem solve); logistic (logreg).
+// spectral path: what torchkm solves; the kernel_svm problem solves the hinge); logistic (logreg).
 enum class Loss { hinge, huber_hinge, logistic };
 // "hinge", "huberized-hinge", "logistic"; throws UsageError naming --loss otherwise.
 [[nodiscard]] Loss parse_loss(const std::string& s);

@@ -1,12 +1,17 @@
-// kernel_svm and kernel_logreg: one fit at one lambda passes kforge's thorough verification at
-// odd N, D (N = 37, 101; D = 1, 3, 7) on cpu and opencl; the optimality check accepts the double
-// reference's answer and any other minimizer (coefficients moved along K's null space) and
-// rejects answers that are not optimal (A scaled, B shifted, the fit at N lambda, F without B);
-// wrong cpu kernels (wrong gamma, F without B, a sign error, lambda off by N, no intercept, too
-// few iterations) are rejected; bad scalars and sizes exit 2 naming the cause.
+// kernel_svm (the hinge, by SMO) and kernel_logreg: one fit at one lambda passes kforge's
+// thorough verification at odd N, D (N = 37, 101; D = 1, 3, 7) on cpu and opencl; the optimality
+// checks accept the double reference's answer and any other minimizer (coefficients moved along
+// K's null space) and reject answers that are not optimal (A scaled, B shifted, the fit at
+// N lambda, F without B; for the svm also a out of its box, y^T a != 0, SMO stopped early); wrong
+// cpu kernels are rejected (the logreg's gradient method: wrong gamma, F without B, a sign error,
+// lambda off by N, no intercept, too few iterations; the svm's SMO: the gradient update's sign,
+// first-order selection stopped early, the wrong box, no intercept, F without B, too few steps);
+// bad scalars and sizes exit 2 naming the cause.
 #include <gtest/gtest.h>
 
 #include <cmath>
+
+#include "kforge/kmodel.hpp"
 
 #include "kforge/alternative_answers.hpp"
 #include "kforge/backend.hpp"
@@ -112,41 +117,114 @@ TEST(KernelModelCheck, AcceptsMinimizersOnlyAndEveryOne) {
   }
 }
 
+// The SVM dual's own ways to be wrong, each from the reference's answer with F recomputed (so
+// only the dual's conditions can reject it): a coefficient out of its box, y^T a != 0, and SMO
+// stopped at a gap of 0.05 instead of 1e-10.
+TEST(KernelModelCheck, RejectsWhatIsNotTheSvmDualsOptimum) {
+  const std::int64_t N = 53;
+  const Answers a = answers("kernel_svm", {{"N", N}, {"D", 2}}, 0);
+  const double C = 1 / (static_cast<double>(N) * a.in.scalars.at("lambda"));
+  const auto& Y = a.in.tensors[1];
+  // A row at its bound and a free row of the same label.
+  std::int64_t at = -1, fr = -1;
+  for (std::int64_t t = 0; t < N; ++t) {
+    const double x = Y[t] * a.ref[1][t];
+    if (x > C * (1 - 1e-9) && at < 0) at = t;
+    if (x > 1e-3 * C && x < C * (1 - 1e-3) && fr < 0 && (at < 0 || Y[t] == Y[at])) fr = t;
+  }
+  ASSERT_GE(at, 0) << "the instance has no row at the bound C";
+  ASSERT_GE(fr, 0) << "the instance has no free row";
+  auto edit = [&](auto f) {
+    auto e = a.ref;
+    f(e[1], e[2][0]);
+    e[0] = decisions(a.in, e[1], e[2][0]);
+    return e;
+  };
+  EXPECT_TRUE(a.accepts(edit([](auto&, double&) {})));
+  // Out of the box: the bounded row 1% past C, the free row compensating (y^T a kept).
+  EXPECT_FALSE(a.accepts(edit([&](auto& A, double&) {
+    if (Y[fr] == Y[at]) A[fr] -= 0.01 * C * Y[at];
+    A[at] += 0.01 * C * Y[at];
+  })));
+  // y^T a = 0.01 C, inside the box.
+  EXPECT_FALSE(a.accepts(edit([&](auto& A, double&) { A[fr] += 0.01 * C * (Y[fr] * A[fr] < 0.5 * C ? Y[fr] : -Y[fr]); })));
+  // SMO stopped at a gap of 0.05.
+  Eigen::MatrixXd k(N, N);
+  const auto& X = a.in.tensors[0];
+  for (std::int64_t i = 0; i < N; ++i)
+    for (std::int64_t j = 0; j < N; ++j) {
+      double d2 = 0;
+      for (int d = 0; d < 2; ++d) d2 += (X[i * 2 + d] - X[j * 2 + d]) * (X[i * 2 + d] - X[j * 2 + d]);
+      k(i, j) = std::exp(-a.in.scalars.at("gamma") * d2);
+    }
+  kmodel::SolverOptions o;
+  o.loss = kmodel::Loss::hinge;
+  o.tol = 0.05;
+  const auto early = kmodel::fit_path_smo(k, Eigen::Map<const Eigen::VectorXd>(Y.data(), N), o, {a.in.scalars.at("lambda")}, false);
+  ASSERT_GT(early[0].kkt, 2e-3) << "SMO at tol 0.05 stopped near the optimum anyway";
+  EXPECT_FALSE(a.accepts(edit([&](auto& A, double& b) {
+    A.assign(early[0].alpha.data(), early[0].alpha.data() + N);
+    b = early[0].b;
+  })));
+}
+
 // Two identical rows: their coefficients can trade weight (K's null space) without moving f or
 // the objective. That other minimizer is accepted; it is not the one in representer form.
 TEST(KernelModelCheck, AcceptsAnotherMinimizerAlongTheNullSpace) {
   for (const char* problem : {"kernel_svm", "kernel_logreg"}) {
+    const bool svm = std::string(problem) == "kernel_svm";
     Answers a;
     a.p = find_problem(problem);
-    a.in = a.p->make_instance({{"N", 41}, {"D", 2}}, DType::fp32, Distribution::normal, 5, 0);
-    a.in.tensors[0][2 * 7] = a.in.tensors[0][2 * 3], a.in.tensors[0][2 * 7 + 1] = a.in.tensors[0][2 * 3 + 1];
-    a.in.tensors[1][7] = a.in.tensors[1][3];
-    a.p->reference(a.in, a.ref, a.mag);
+    // Row 7 := row r (and its label). For the svm, the first r whose pair holds weight that can
+    // move inside the box [0, C] (not both 0, not both C).
+    std::size_t r = 3;
+    double C = 0, y = 0, total = 0;
+    for (; r < 41; ++r) {
+      if (r == 7) continue;
+      a.in = a.p->make_instance({{"N", 41}, {"D", 2}}, DType::fp32, Distribution::normal, 5, 0);
+      a.in.tensors[0][2 * 7] = a.in.tensors[0][2 * r], a.in.tensors[0][2 * 7 + 1] = a.in.tensors[0][2 * r + 1];
+      a.in.tensors[1][7] = a.in.tensors[1][r];
+      a.p->reference(a.in, a.ref, a.mag);
+      if (!svm) break;
+      C = 1 / (41 * a.in.scalars.at("lambda")), y = a.in.tensors[1][r];
+      total = y * (a.ref[1][r] + a.ref[1][7]);
+      if (total > 1e-3 * C && total < 2 * C * (1 - 1e-3)) break;
+    }
+    ASSERT_LT(r, 41u) << problem << ": no pair of duplicate rows whose weight can move";
     auto moved = a.ref;
-    const double t = 0.5 * (std::fabs(moved[1][3]) + 0.1);
-    moved[1][3] += t, moved[1][7] -= t;
+    if (svm) {
+      // As much of the pair's weight as fits onto the row that does not hold it now, the rest
+      // on the other: another point of the box with the same K alpha.
+      const double full = std::min(total, C);
+      const std::size_t to = std::fabs(y * moved[1][r] - full) > std::fabs(y * moved[1][7] - full) ? r : 7;
+      moved[1][to] = y * full, moved[1][to == r ? 7 : r] = y * (total - full);
+      ASSERT_GT(std::fabs(moved[1][r] - a.ref[1][r]), 1e-3 * C) << "nothing moved";
+    } else {
+      const double t = 0.5 * (std::fabs(moved[1][3]) + 0.1);
+      moved[1][3] += t, moved[1][7] -= t;
+    }
     moved[0] = decisions(a.in, moved[1], moved[2][0]);
-    EXPECT_TRUE(a.accepts(moved)) << problem;
+    EXPECT_TRUE(a.accepts(moved)) << problem << " (rows " << r << " and 7)";
   }
 }
 
-// The cpu kernel with `from` replaced by `to`, verified (quick) at an odd shape.
-EvalResult run_edited(const std::string& problem, const std::string& from, const std::string& to) {
+// The cpu kernel with each (from, to) of `edits` planted, verified (quick) at an odd shape.
+EvalResult run_edited(const std::string& problem, const std::vector<std::pair<std::string, std::string>>& edits) {
   auto backend = make_backend("cpu");
   EvalRequest req = library_request(problem, "cpu", {{"N", 67}, {"D", 3}});
-  test::plant(req, from, to);
+  for (const auto& [from, to] : edits) test::plant(req, from, to);
   req.verify.thorough = false;
   return evaluate(req, *backend);
 }
 
-TEST(KernelModelCpu, WrongKernelsAreRejected) {
+TEST(KernelModelCpu, WrongLogregKernelsAreRejected) {
   const std::vector<std::pair<std::string, std::string>> bugs = {
       // A wrong gamma in the Gram matrix.
-      {"km_gram(X, K, N, D, gamma)", "km_gram(X, K, N, D, 1.25f * gamma)"},
+      {"rbf_gram(X, K, N, D, gamma)", "rbf_gram(X, K, N, D, 1.25f * gamma)"},
       // F (and the fit) without the intercept.
       {"f[i] = km_dot(K + (long long)i * N, a, N) + b;", "f[i] = km_dot(K + (long long)i * N, a, N);"},
       // The loss's slope with the wrong sign in the step.
-      {"g[i] = Y[i] * km_slope<LOSS>(Y[i] * fz[i]);", "g[i] = -Y[i] * km_slope<LOSS>(Y[i] * fz[i]);"},
+      {"g[i] = Y[i] * km_slope(Y[i] * fz[i]);", "g[i] = -Y[i] * km_slope(Y[i] * fz[i]);"},
       // lambda where N lambda belongs (the regularization off by N).
       {"nl = N * lambda;", "nl = lambda;"},
       // No intercept fitted (B stays 0).
@@ -154,14 +232,43 @@ TEST(KernelModelCpu, WrongKernelsAreRejected) {
       // Too few iterations: stopped long before convergence.
       {"it < MAXIT;", "it < 6;"},
   };
-  // One kernel source serves both losses (a template on LOSS), so each edit is tried on one
-  // problem, the two in turn: each edit compiles afresh (about 0.5 s).
-  for (std::size_t i = 0; i < bugs.size(); ++i) {
-    const char* problem = i % 2 ? "kernel_logreg" : "kernel_svm";
-    const EvalResult r = run_edited(problem, bugs[i].first, bugs[i].second);
-    EXPECT_EQ(r.disposition, Disposition::incorrect) << problem << ": " << bugs[i].second << ": " << describe(r);
+  for (const auto& bug : bugs) {
+    const EvalResult r = run_edited("kernel_logreg", {bug});
+    EXPECT_EQ(r.disposition, Disposition::incorrect) << bug.second << ": " << describe(r);
   }
-  const EvalResult ok = run_edited("kernel_svm", "TI", "TI");  // control: a no-op edit passes
+}
+
+// Each edit compiles afresh (about 0.8 s on a loaded host), so the svm's are two tests of at most
+// four compiles: the solver's bugs, then the outputs'.
+TEST(KernelModelCpu, WrongSvmSolversAreRejected) {
+  const std::vector<std::vector<std::pair<std::string, std::string>>> bugs = {
+      // The gradient update with the wrong sign.
+      {{"vt -= vs * (", "vt += vs * ("}},
+      // First-order working-set selection (j: the largest v_i - v_j) stopped after N / 4 steps.
+      {{"const vf gain = b * b / q;", "const vf gain = b + 0.0f * q;"}, {"it < MAXIT &&", "it < N / 4 &&"}},
+      // The wrong box: the negative rows' bound at -2C.
+      {{"lo[t] = Y[t] > 0.0f ? 0.0f : -C;", "lo[t] = Y[t] > 0.0f ? 0.0f : -2.0f * C;"}},
+      // Too few steps.
+      {{"it < MAXIT &&", "it < 6 &&"}},
+  };
+  for (const auto& bug : bugs) {
+    const EvalResult r = run_edited("kernel_svm", bug);
+    EXPECT_EQ(r.disposition, Disposition::incorrect) << bug[0].second << ": " << describe(r);
+  }
+}
+
+TEST(KernelModelCpu, WrongSvmOutputsAreRejected) {
+  const std::vector<std::vector<std::pair<std::string, std::string>>> bugs = {
+      // No intercept (B = 0) and F without it.
+      {{"B[0] = b;", "B[0] = 0.0f;"}, {"F[t] = s[t] + b;", "F[t] = s[t];"}},
+      // F without B (A and B right).
+      {{"F[t] = s[t] + b;", "F[t] = s[t];"}},
+  };
+  for (const auto& bug : bugs) {
+    const EvalResult r = run_edited("kernel_svm", bug);
+    EXPECT_EQ(r.disposition, Disposition::incorrect) << bug[0].second << ": " << describe(r);
+  }
+  const EvalResult ok = run_edited("kernel_svm", {{"TI", "TI"}});  // control: a no-op edit passes
   EXPECT_TRUE(ok.passed()) << describe(ok);
 }
 

@@ -1,14 +1,13 @@
-// kernel_svm / kernel_logreg for the cpu backend: one fit at one lambda, in one block (one
-// thread: every iteration needs all of the previous one, and the cpu backend has no grid-wide
-// barrier). Entries kernel_svm (Huberized hinge, delta 0.5) and kernel_logreg (logistic).
+// kernel_logreg for the cpu backend: one fit at one lambda, in one block (one thread: every
+// iteration needs all of the previous one, and the cpu backend has no grid-wide barrier).
+// (kernel_svm, the hinge, is SMO: kernel_svm_smo.cpp.)
 //
-// 1. The Gram matrix K (N x N, in W) in tiles of TI rows x TJ columns: X transposed once so that
-//    each row's squared distances to a tile are contiguous vectors, then kf_exp over them. Its
-//    row sums bound K's largest eigenvalue (Gershgorin; K >= 0), s_max.
+// 1. The Gram matrix K (N x N, in W; kernels/common/rbf_gram.hpp). Its row sums bound K's
+//    largest eigenvalue (Gershgorin; K >= 0), s_max.
 // 2. Accelerated gradient descent on J(A, B) = (1/N) sum L(y f) + (lambda/2) A^T K A in the
 //    kernel's own metric (the RKHS gradient of J is (1/N) sum_i r_i k(., x_i), r = g + N lambda A,
 //    g_i = y_i L'(y_i f_i)): A -= r / (N lambda + 2 c s_max), B -= sum g / (2 c N), steps from the
-//    quadratic majorizer with the loss's curvature bound c (2 for the svm, 1/4 for the logreg);
+//    quadratic majorizer with the logistic loss's curvature bound c = 1/4;
 //    Nesterov momentum, restarted when J rises (src/kmodel's scheme). One product K A per
 //    iteration; the rest is O(N).
 // 3. Every CHECK iterations, the relative KKT residual in K's seminorm (km_residual: the
@@ -36,22 +35,15 @@
 #define CHECK 8
 #endif
 #include <math.h>
-#include <stdlib.h>
+
+#include "kernels/common/rbf_gram.hpp"
 
 typedef kf_storage T;  // fp32
 typedef kf_vf vf;
 
-// Loss 0: the Huberized hinge (delta 0.5); 1: the logistic. Value and slope of a margin t.
-template <int LOSS>
-static inline float km_loss(float t) {
-  if (LOSS == 1) return t > 0.0f ? log1pf(expf(-t)) : -t + log1pf(expf(t));
-  return t > 1.0f ? 0.0f : t > 0.5f ? (1.0f - t) * (1.0f - t) : 0.75f - t;  // (1-t)^2/(2 delta), 1 - t - delta/2
-}
-template <int LOSS>
-static inline float km_slope(float t) {
-  if (LOSS == 1) return t > 0.0f ? -expf(-t) / (1.0f + expf(-t)) : -1.0f / (1.0f + expf(t));
-  return t > 1.0f ? 0.0f : t > 0.5f ? -2.0f * (1.0f - t) : -1.0f;
-}
+// The logistic loss log(1 + e^-t) and its slope at a margin t (each side of 0 without overflow).
+static inline float km_loss(float t) { return t > 0.0f ? log1pf(expf(-t)) : -t + log1pf(expf(t)); }
+static inline float km_slope(float t) { return t > 0.0f ? -expf(-t) / (1.0f + expf(-t)) : -1.0f / (1.0f + expf(t)); }
 
 // sum_j row[j] * v[j] in SIMD lanes.
 static inline float km_dot(const float* row, const float* v, int n) {
@@ -74,10 +66,9 @@ static void km_product(const float* K, const float* a, float b, float* f, int N)
 }
 
 // J at (a, b) with f = K a + b.
-template <int LOSS>
 static float km_objective(const T* Y, const float* a, const float* f, float b, int N, float lambda) {
   float loss = 0.0f, reg = 0.0f;
-  for (int i = 0; i < N; ++i) loss += km_loss<LOSS>(Y[i] * f[i]), reg += a[i] * (f[i] - b);
+  for (int i = 0; i < N; ++i) loss += km_loss(Y[i] * f[i]), reg += a[i] * (f[i] - b);
   return loss / N + 0.5f * lambda * reg;
 }
 
@@ -89,12 +80,11 @@ static float km_objective(const T* Y, const float* a, const float* f, float b, i
 // eigenvalues): its fp32 value can even come out negative. So the test takes an upper bound, the
 // computed value plus its rounding bound 2 (N + 4) u |r|^T K |r| (K >= 0; the same pass), and
 // never stops on a rounding artefact. g, r and kr (|r|) receive the vectors.
-template <int LOSS>
 static float km_residual(const T* Y, const float* K, const float* a, const float* f, float b, float* g, float* r,
                          float* kr, int N, float nl) {
   float g1 = 0.0f, gs = 0.0f, aka = 0.0f, rkr = 0.0f, akr = 0.0f;
   for (int i = 0; i < N; ++i) {
-    g[i] = Y[i] * km_slope<LOSS>(Y[i] * f[i]);
+    g[i] = Y[i] * km_slope(Y[i] * f[i]);
     r[i] = g[i] + nl * a[i];
     kr[i] = fabsf(r[i]);
     g1 += fabsf(g[i]), gs += g[i], aka += a[i] * (f[i] - b);
@@ -111,39 +101,6 @@ static float km_residual(const T* Y, const float* K, const float* a, const float
   return ra > rb ? ra : rb;
 }
 
-// K into W (row-major, N x N); returns the largest row sum.
-static float km_gram(const T* X, float* K, int N, int D, float gamma) {
-  float* xt = (float*)malloc(sizeof(float) * ((size_t)D * N + TJ));
-  float* d2 = xt + (size_t)D * N;
-  for (int j = 0; j < N; ++j)
-    for (int d = 0; d < D; ++d) xt[(size_t)d * N + j] = X[(size_t)j * D + d];
-  for (int i0 = 0; i0 < N; i0 += TI)
-    for (int j0 = 0; j0 < N; j0 += TJ) {
-      const int ni = N - i0 < TI ? N - i0 : TI, nj = N - j0 < TJ ? N - j0 : TJ;
-      for (int i = i0; i < i0 + ni; ++i) {
-        for (int j = 0; j < nj; ++j) d2[j] = 0.0f;
-        for (int d = 0; d < D; ++d) {
-          const float xi = X[(size_t)i * D + d];
-          const float* col = xt + (size_t)d * N + j0;
-          for (int j = 0; j < nj; ++j) d2[j] += (xi - col[j]) * (xi - col[j]);
-        }
-        float* row = K + (size_t)i * N + j0;
-        int j = 0;
-        for (; j + KF_VW <= nj; j += KF_VW) kf_store(row + j, kf_exp(kf_load(d2 + j) * -gamma));
-        if (j < nj) kf_store_part(row + j, nj - j, kf_exp(kf_load_part(d2 + j, nj - j, 0.0f) * -gamma));
-      }
-    }
-  free(xt);
-  float smax = 0.0f;
-  for (int i = 0; i < N; ++i) {
-    float s = 0.0f;
-    for (int j = 0; j < N; ++j) s += K[(size_t)i * N + j];
-    smax = s > smax ? s : smax;
-  }
-  return smax;
-}
-
-template <int LOSS>
 static void km_fit(const kf_ctx&, const T* X, const T* Y, T* F, T* A, T* B, T* W, int N, int D, float lambda,
                    float gamma) {
   float* K = W;
@@ -154,27 +111,27 @@ static void km_fit(const kf_ctx&, const T* X, const T* Y, T* F, T* A, T* B, T* W
   float* g = fn + N;
   float* r = g + N;
   float* kr = r + N;
-  const float c = LOSS == 1 ? 0.25f : 2.0f, nl = N * lambda;
+  const float c = 0.25f, nl = N * lambda;  // the logistic loss's curvature bound
   float tol = 1.0f;
   for (int e = 0; e < TOL_E; ++e) tol *= 0.1f;
-  const float smax = km_gram(X, K, N, D, gamma);
+  const float smax = rbf_gram(X, K, N, D, gamma);
   const float eta = 1.0f / (nl + 2.0f * c * smax), eta_b = 1.0f / (2.0f * c * N);
   // The iterate (A, B) with F = K A + B starts at zero.
   float b = 0.0f, bz = 0.0f, t = 1.0f;
   for (int i = 0; i < N; ++i) A[i] = az[i] = 0.0f, F[i] = fz[i] = 0.0f;
-  float J = km_objective<LOSS>(Y, A, F, b, N, lambda);
+  float J = km_objective(Y, A, F, b, N, lambda);
   {
     for (int it = 0; it < MAXIT; ++it) {
       float gs = 0.0f;
       for (int i = 0; i < N; ++i) {
-        g[i] = Y[i] * km_slope<LOSS>(Y[i] * fz[i]);
+        g[i] = Y[i] * km_slope(Y[i] * fz[i]);
         gs += g[i];
         an[i] = az[i] - eta * (g[i] + nl * az[i]);
       }
       const float bn = bz - eta_b * gs;
       km_product(K, an, bn, fn, N);
-      const float Jn = km_objective<LOSS>(Y, an, fn, bn, N, lambda);
-      const bool done = (it + 1) % CHECK == 0 && km_residual<LOSS>(Y, K, an, fn, bn, g, r, kr, N, nl) <= tol;
+      const float Jn = km_objective(Y, an, fn, bn, N, lambda);
+      const bool done = (it + 1) % CHECK == 0 && km_residual(Y, K, an, fn, bn, g, r, kr, N, nl) <= tol;
       if (!done && Jn <= J) {
         const float tn = 0.5f * (1.0f + sqrtf(1.0f + 4.0f * t * t)), mom = (t - 1.0f) / tn;
         for (int i = 0; i < N; ++i) az[i] = an[i] + mom * (an[i] - A[i]), fz[i] = fn[i] + mom * (fn[i] - F[i]);
@@ -193,14 +150,4 @@ static void km_fit(const kf_ctx&, const T* X, const T* Y, T* F, T* A, T* B, T* W
   B[0] = b;
 }
 
-static void kernel_svm_block(const kf_ctx& ctx, const T* X, const T* Y, T* F, T* A, T* B, T* W, int N, int D,
-                             float lambda, float gamma) {
-  km_fit<0>(ctx, X, Y, F, A, B, W, N, D, lambda, gamma);
-}
-static void kernel_logreg_block(const kf_ctx& ctx, const T* X, const T* Y, T* F, T* A, T* B, T* W, int N, int D,
-                                float lambda, float gamma) {
-  km_fit<1>(ctx, X, Y, F, A, B, W, N, D, lambda, gamma);
-}
-
-KF_KERNEL(kernel_svm, kernel_svm_block)
-KF_KERNEL(kernel_logreg, kernel_logreg_block)
+KF_KERNEL(kernel_logreg, km_fit)

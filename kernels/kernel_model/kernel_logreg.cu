@@ -1,5 +1,5 @@
-// kernel_svm / kernel_logreg for the cuda backend: the whole fit in ONE block of THREADS threads,
-// as kernel_model.cl does in one work-group (the Gram matrix into W, then accelerated gradient
+// kernel_logreg for the cuda backend (kernel_svm, the hinge: kernel_svm_smo.cu): the whole fit in
+// ONE block of THREADS threads, as kernel_logreg.cl does in one work-group (the Gram matrix into W, then accelerated gradient
 // descent in the kernel's metric with a relative-KKT-residual stopping test; the README has the
 // math). One block because every iteration needs the previous one's product K A from all rows
 // (a grid-wide sync would need a cooperative launch). Limits: one SM's speed; THREADS <= 1024.
@@ -11,13 +11,11 @@ typedef kf_storage T;  // fp32
 #define KM_SUMS 5
 #define WG THREADS
 
-__device__ __forceinline__ float km_loss(int loss, float t) {
-  if (loss == 1) return t > 0.0f ? log1pf(expf(-t)) : -t + log1pf(expf(t));
-  return t > 1.0f ? 0.0f : t > 0.5f ? (1.0f - t) * (1.0f - t) : 0.75f - t;
+__device__ __forceinline__ float km_loss(float t) {
+  return t > 0.0f ? log1pf(expf(-t)) : -t + log1pf(expf(t));
 }
-__device__ __forceinline__ float km_slope(int loss, float t) {
-  if (loss == 1) return t > 0.0f ? -expf(-t) / (1.0f + expf(-t)) : -1.0f / (1.0f + expf(t));
-  return t > 1.0f ? 0.0f : t > 0.5f ? -2.0f * (1.0f - t) : -1.0f;
+__device__ __forceinline__ float km_slope(float t) {
+  return t > 0.0f ? -expf(-t) / (1.0f + expf(-t)) : -1.0f / (1.0f + expf(t));
 }
 
 // Sums KM_SUMS values over the group: v[k] in, every work-item gets the totals back in v.
@@ -46,27 +44,27 @@ __device__ __forceinline__ void km_product(const float* K, const float* a, float
 }
 
 // J at (a, b) from f = K a + b.
-__device__ __forceinline__ float km_objective(int loss, float* red, const T* Y, const float* a,
+__device__ __forceinline__ float km_objective(float* red, const T* Y, const float* a,
                           const float* f, float b, int N, float lambda) {
   float w[KM_SUMS] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
   for (int i = (int)threadIdx.x; i < N; i += WG)
-    w[0] += km_loss(loss, Y[i] * f[i]), w[1] += a[i] * (f[i] - b);
+    w[0] += km_loss(Y[i] * f[i]), w[1] += a[i] * (f[i] - b);
   km_reduce(red, w);
   return w[0] / N + 0.5f * lambda * w[1];
 }
 
-// The relative KKT residual in K's seminorm (kernel_model.cpp's km_residual: an upper bound,
+// The relative KKT residual in K's seminorm (kernel_logreg.cpp's km_residual: an upper bound,
 // the computed r^T K r plus its rounding bound): r into `r`, |r| into `kr`, then
 // max(|r|_K / (2 N lambda |a|_K), |sum g| / |g|_1).
 // Called in every iteration, `on` in those that test (every CHECK-th): its barriers are then
 // reached unconditionally (__syncthreads under a branch must be uniform; this keeps it obviously so).
-__device__ __forceinline__ float km_residual(int on, int loss, float* red, const T* Y, const float* K,
+__device__ __forceinline__ float km_residual(int on, float* red, const T* Y, const float* K,
                          const float* a, const float* f, float b, float* r,
                          float* kr, int N, float nl) {
   float v[KM_SUMS] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
   const int n = on ? N : 0;
   for (int i = (int)threadIdx.x; i < n; i += WG) {
-    const float g = Y[i] * km_slope(loss, Y[i] * f[i]);
+    const float g = Y[i] * km_slope(Y[i] * f[i]);
     r[i] = g + nl * a[i];
     kr[i] = fabsf(r[i]);
     v[0] += fabsf(g), v[1] += g, v[2] += a[i] * (f[i] - b);
@@ -86,7 +84,7 @@ __device__ __forceinline__ float km_residual(int on, int loss, float* red, const
   return on ? (ra > rb ? ra : rb) : 1.0f;
 }
 
-__device__ __forceinline__ void km_fit(int loss, const T* X, const T* Y, T* F, T* A, T* B,
+__device__ __forceinline__ void km_fit(const T* X, const T* Y, T* F, T* A, T* B,
                    T* W, int N, int D, float lambda, float gamma, float* red) {
   const int lid = (int)threadIdx.x;
   float* K = W;
@@ -121,19 +119,19 @@ __device__ __forceinline__ void km_fit(int loss, const T* X, const T* Y, T* F, T
   }
   const float smax = red[0];
   __syncthreads();
-  const float c = loss == 1 ? 0.25f : 2.0f, nl = N * lambda;
+  const float c = 0.25f, nl = N * lambda;  // the logistic loss's curvature bound
   const float eta = 1.0f / (nl + 2.0f * c * smax), eta_b = 1.0f / (2.0f * c * N);
   float tol = 1.0f;
   for (int e = 0; e < TOL_E; ++e) tol *= 0.1f;
   for (int i = lid; i < N; i += WG) A[i] = az[i] = 0.0f, F[i] = fz[i] = 0.0f;
   __syncthreads();
   float b = 0.0f, bz = 0.0f, t = 1.0f;
-  float J = km_objective(loss, red, Y, A, F, b, N, lambda);
+  float J = km_objective(red, Y, A, F, b, N, lambda);
   bool done = false;
   for (int it = 0; it < MAXIT && !done; ++it) {
     float s[KM_SUMS] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     for (int i = lid; i < N; i += WG) {
-      const float g = Y[i] * km_slope(loss, Y[i] * fz[i]);
+      const float g = Y[i] * km_slope(Y[i] * fz[i]);
       s[0] += g;
       an[i] = az[i] - eta * (g + nl * az[i]);
     }
@@ -141,8 +139,8 @@ __device__ __forceinline__ void km_fit(int loss, const T* X, const T* Y, T* F, T
     __syncthreads();
     const float bn = bz - eta_b * s[0];
     km_product(K, an, bn, fn, N);
-    const float Jn = km_objective(loss, red, Y, an, fn, bn, N, lambda);
-    done = km_residual((it + 1) % CHECK == 0, loss, red, Y, K, an, fn, bn, r, kr, N, nl) <= tol;
+    const float Jn = km_objective(red, Y, an, fn, bn, N, lambda);
+    done = km_residual((it + 1) % CHECK == 0, red, Y, K, an, fn, bn, r, kr, N, nl) <= tol;
     float mom = 0.0f;
     if (!done && Jn <= J) {
       const float tn = 0.5f * (1.0f + sqrtf(1.0f + 4.0f * t * t));
@@ -163,13 +161,7 @@ __device__ __forceinline__ void km_fit(int loss, const T* X, const T* Y, T* F, T
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-    kernel_svm(const T* X, const T* Y, T* F, T* A, T* B, T* W, int N, int D, float lambda, float gamma) {
-  __shared__ float red[KM_SUMS * WG];
-  km_fit(0, X, Y, F, A, B, W, N, D, lambda, gamma, red);
-}
-
-extern "C" __global__ void __launch_bounds__(THREADS)
     kernel_logreg(const T* X, const T* Y, T* F, T* A, T* B, T* W, int N, int D, float lambda, float gamma) {
   __shared__ float red[KM_SUMS * WG];
-  km_fit(1, X, Y, F, A, B, W, N, D, lambda, gamma, red);
+  km_fit(X, Y, F, A, B, W, N, D, lambda, gamma, red);
 }

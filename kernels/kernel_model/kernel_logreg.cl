@@ -1,5 +1,5 @@
-// kernel_svm / kernel_logreg for the opencl backend: the whole fit in ONE work-group of WG
-// work-items (kernel_model.cpp's algorithm: the Gram matrix into W, then accelerated gradient
+// kernel_logreg for the opencl backend (kernel_svm, the hinge: kernel_svm_smo.cl): the whole fit
+// in ONE work-group of WG work-items (kernel_logreg.cpp's algorithm: the Gram matrix into W, then accelerated gradient
 // descent in the kernel's metric with a relative-KKT-residual stopping test; the README has the
 // math). One work-group because every iteration needs the previous one's product K A from all
 // rows, and OpenCL 1.2 has no grid-wide barrier; barrier() orders global memory inside the group.
@@ -12,13 +12,11 @@ typedef kf_storage T;  // fp32
 
 #define KM_SUMS 5
 
-inline float km_loss(int loss, float t) {
-  if (loss == 1) return t > 0.0f ? log1p(exp(-t)) : -t + log1p(exp(t));
-  return t > 1.0f ? 0.0f : t > 0.5f ? (1.0f - t) * (1.0f - t) : 0.75f - t;
+inline float km_loss(float t) {
+  return t > 0.0f ? log1p(exp(-t)) : -t + log1p(exp(t));
 }
-inline float km_slope(int loss, float t) {
-  if (loss == 1) return t > 0.0f ? -exp(-t) / (1.0f + exp(-t)) : -1.0f / (1.0f + exp(t));
-  return t > 1.0f ? 0.0f : t > 0.5f ? -2.0f * (1.0f - t) : -1.0f;
+inline float km_slope(float t) {
+  return t > 0.0f ? -exp(-t) / (1.0f + exp(-t)) : -1.0f / (1.0f + exp(t));
 }
 
 // Sums KM_SUMS values over the group: v[k] in, every work-item gets the totals back in v.
@@ -47,27 +45,27 @@ inline void km_product(__global const float* K, __global const float* a, float b
 }
 
 // J at (a, b) from f = K a + b.
-inline float km_objective(int loss, __local float* red, __global const T* Y, __global const float* a,
+inline float km_objective(__local float* red, __global const T* Y, __global const float* a,
                           __global const float* f, float b, int N, float lambda) {
   float w[KM_SUMS] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
   for (int i = get_local_id(0); i < N; i += WG)
-    w[0] += km_loss(loss, Y[i] * f[i]), w[1] += a[i] * (f[i] - b);
+    w[0] += km_loss(Y[i] * f[i]), w[1] += a[i] * (f[i] - b);
   km_reduce(red, w);
   return w[0] / N + 0.5f * lambda * w[1];
 }
 
-// The relative KKT residual in K's seminorm (kernel_model.cpp's km_residual: an upper bound,
+// The relative KKT residual in K's seminorm (kernel_logreg.cpp's km_residual: an upper bound,
 // the computed r^T K r plus its rounding bound): r into `r`, |r| into `kr`, then
 // max(|r|_K / (2 N lambda |a|_K), |sum g| / |g|_1).
 // Called in every iteration, `on` in those that test (every CHECK-th): its barriers are then
 // reached unconditionally (PoCL synchronized the group wrongly with them under a branch).
-inline float km_residual(int on, int loss, __local float* red, __global const T* Y, __global const float* K,
+inline float km_residual(int on, __local float* red, __global const T* Y, __global const float* K,
                          __global const float* a, __global const float* f, float b, __global float* r,
                          __global float* kr, int N, float nl) {
   float v[KM_SUMS] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
   const int n = on ? N : 0;
   for (int i = get_local_id(0); i < n; i += WG) {
-    const float g = Y[i] * km_slope(loss, Y[i] * f[i]);
+    const float g = Y[i] * km_slope(Y[i] * f[i]);
     r[i] = g + nl * a[i];
     kr[i] = fabs(r[i]);
     v[0] += fabs(g), v[1] += g, v[2] += a[i] * (f[i] - b);
@@ -87,7 +85,7 @@ inline float km_residual(int on, int loss, __local float* red, __global const T*
   return on ? (ra > rb ? ra : rb) : 1.0f;
 }
 
-inline void km_fit(int loss, __global const T* X, __global const T* Y, __global T* F, __global T* A, __global T* B,
+inline void km_fit(__global const T* X, __global const T* Y, __global T* F, __global T* A, __global T* B,
                    __global T* W, int N, int D, float lambda, float gamma, __local float* red) {
   const int lid = get_local_id(0);
   __global float* K = W;
@@ -122,19 +120,19 @@ inline void km_fit(int loss, __global const T* X, __global const T* Y, __global 
   }
   const float smax = red[0];
   barrier(CLK_LOCAL_MEM_FENCE);
-  const float c = loss == 1 ? 0.25f : 2.0f, nl = N * lambda;
+  const float c = 0.25f, nl = N * lambda;  // the logistic loss's curvature bound
   const float eta = 1.0f / (nl + 2.0f * c * smax), eta_b = 1.0f / (2.0f * c * N);
   float tol = 1.0f;
   for (int e = 0; e < TOL_E; ++e) tol *= 0.1f;
   for (int i = lid; i < N; i += WG) A[i] = az[i] = 0.0f, F[i] = fz[i] = 0.0f;
   barrier(CLK_GLOBAL_MEM_FENCE);
   float b = 0.0f, bz = 0.0f, t = 1.0f;
-  float J = km_objective(loss, red, Y, A, F, b, N, lambda);
+  float J = km_objective(red, Y, A, F, b, N, lambda);
   bool done = false;
   for (int it = 0; it < MAXIT && !done; ++it) {
     float s[KM_SUMS] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     for (int i = lid; i < N; i += WG) {
-      const float g = Y[i] * km_slope(loss, Y[i] * fz[i]);
+      const float g = Y[i] * km_slope(Y[i] * fz[i]);
       s[0] += g;
       an[i] = az[i] - eta * (g + nl * az[i]);
     }
@@ -142,8 +140,8 @@ inline void km_fit(int loss, __global const T* X, __global const T* Y, __global 
     barrier(CLK_GLOBAL_MEM_FENCE);
     const float bn = bz - eta_b * s[0];
     km_product(K, an, bn, fn, N);
-    const float Jn = km_objective(loss, red, Y, an, fn, bn, N, lambda);
-    done = km_residual((it + 1) % CHECK == 0, loss, red, Y, K, an, fn, bn, r, kr, N, nl) <= tol;
+    const float Jn = km_objective(red, Y, an, fn, bn, N, lambda);
+    done = km_residual((it + 1) % CHECK == 0, red, Y, K, an, fn, bn, r, kr, N, nl) <= tol;
     float mom = 0.0f;
     if (!done && Jn <= J) {
       const float tn = 0.5f * (1.0f + sqrt(1.0f + 4.0f * t * t));
@@ -163,16 +161,9 @@ inline void km_fit(int loss, __global const T* X, __global const T* Y, __global 
   if (lid == 0) B[0] = b;
 }
 
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void kernel_svm(
-    __global const T* X, __global const T* Y, __global T* F, __global T* A, __global T* B, __global T* W, int N,
-    int D, float lambda, float gamma) {
-  __local float red[KM_SUMS * WG];
-  km_fit(0, X, Y, F, A, B, W, N, D, lambda, gamma, red);
-}
-
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void kernel_logreg(
     __global const T* X, __global const T* Y, __global T* F, __global T* A, __global T* B, __global T* W, int N,
     int D, float lambda, float gamma) {
   __local float red[KM_SUMS * WG];
-  km_fit(1, X, Y, F, A, B, W, N, D, lambda, gamma, red);
+  km_fit(X, Y, F, A, B, W, N, D, lambda, gamma, red);
 }
