@@ -7,8 +7,10 @@
 //     cut into SPLITS equal ranges, one per extra block of the grid, so a hub is shared by several
 //     blocks. A row cut across blocks is summed piecewise: each piece into its block's slot, and
 //     the block that finishes a row's last piece (an atomic count) adds the pieces in block order
-//     and writes the row. No block waits for another, so any schedule works; the sum's order is
-//     fixed, so the result is the same every run.
+//     and writes the row. No block waits for another's turn (only, briefly, for the running block
+//     that lists the long rows, once per launch), so any schedule works; the sum's order is
+//     fixed, so the result is the same every run. Where no row is long the splitters return at
+//     once after one vector pass over row_ptr.
 //   dense block (GCN; the mean too with DENSE_KINDS 1): the tile's other rows and the union U of their columns form an rows x U
 //     subgraph; where its density nnz / (rows · U) is at least DENSE_PERMILLE / 1000 (rows that
 //     share neighbours: communities, block-sparse graphs), the weights go into a zeroed U x RT
@@ -22,6 +24,9 @@
 //
 // Grid: (ceil(N / BN) column strips) x (min(ceil(M / RT), RBLOCKS) blocks of whole row tiles, of
 // equal work by the cost prefix row_ptr[r] + r as gnn_aggregate.cpu's, + SPLITS splitter blocks).
+// Where no tile is measured (the mean at DENSE_KINDS 0, or DENSE_PERMILLE 1001) a block is
+// gnn_aggregate.cpu's block exactly (its row bounds, its row loop), less the long rows: the
+// tiles' scaffolding cost the mean 5-20% (loaded host) for nothing.
 // Parameters (#defines): BN columns per strip, NV vectors per register tile, VW floats per
 // vector (0: widest), RT rows per tile, RBLOCKS blocks of tiles, DENSE_PERMILLE the dense block's threshold (0: always,
 // 1001: never), DENSE_KINDS 0: the dense block for GCN only (measured: it never paid for the
