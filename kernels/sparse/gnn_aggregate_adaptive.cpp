@@ -7,8 +7,10 @@
 //     cut into SPLITS equal ranges, one per extra block of the grid, so a hub is shared by several
 //     blocks. A row cut across blocks is summed piecewise: each piece into its block's slot, and
 //     the block that finishes a row's last piece (an atomic count) adds the pieces in block order
-//     and writes the row. No block waits for another, so any schedule works; the sum's order is
-//     fixed, so the result is the same every run.
+//     and writes the row. No block waits for another's turn (only, briefly, for the running block
+//     that lists the long rows, once per launch), so any schedule works; the sum's order is
+//     fixed, so the result is the same every run. Where no row is long the splitters return at
+//     once after one vector pass over row_ptr.
 //   dense block (GCN; the mean too with DENSE_KINDS 1): the tile's other rows and the union U of their columns form an rows x U
 //     subgraph; where its density nnz / (rows · U) is at least DENSE_PERMILLE / 1000 (rows that
 //     share neighbours: communities, block-sparse graphs), the weights go into a zeroed U x RT
@@ -22,6 +24,9 @@
 //
 // Grid: (ceil(N / BN) column strips) x (min(ceil(M / RT), RBLOCKS) blocks of whole row tiles, of
 // equal work by the cost prefix row_ptr[r] + r as gnn_aggregate.cpu's, + SPLITS splitter blocks).
+// Where no tile is measured (the mean at DENSE_KINDS 0, or DENSE_PERMILLE 1001) a block is
+// gnn_aggregate.cpu's block exactly (its row bounds, its row loop), less the long rows: the
+// tiles' scaffolding cost the mean 5-20% (loaded host) for nothing.
 // Parameters (#defines): BN columns per strip, NV vectors per register tile, VW floats per
 // vector (0: widest), RT rows per tile, RBLOCKS blocks of tiles, DENSE_PERMILLE the dense block's threshold (0: always,
 // 1001: never), DENSE_KINDS 0: the dense block for GCN only (measured: it never paid for the
@@ -34,9 +39,16 @@
 #include "kernels/common/gnn_rows.hpp"  // gnn_weight, gnn_edges: the CSR path and a piece's sum
 #include "kernels/common/scratch.hpp"   // scratch_floats: the dense block's weight tile
 
-static inline bool is_long(const float* row_ptr, int r, double total) {
-  const double len = (double)row_ptr[r + 1] - (double)row_ptr[r];
-  return SPLITS > 0 && len > 0 && len * 1000.0 >= total * LONG_PERMILLE;
+// A row is long when len * 1000 >= edges * LONG_PERMILLE and len > 0: as a whole number of edges,
+// len >= ceil(edges * LONG_PERMILLE / 1000), at least 1 (exact: row pointers are below 2^24), so
+// the test per row is one float compare (the scan for long rows vectorizes). No row is long
+// with SPLITS 0.
+static inline float long_threshold(const float* row_ptr, int M) {
+  const double t = __builtin_ceil((double)row_ptr[M] * LONG_PERMILLE / 1000.0);
+  return SPLITS > 0 ? (float)(t < 1.0 ? 1.0 : t) : __builtin_inff();
+}
+static inline bool is_long(const float* row_ptr, int r, float threshold) {
+  return SPLITS > 0 && row_ptr[r + 1] - row_ptr[r] >= threshold;
 }
 
 // ---- the dense block ---------------------------------------------------------------------------
@@ -74,6 +86,11 @@ static void dense_tile(bool gcn, const float* row_ptr, const float* H, float* ou
     }
 }
 
+// The union is measured only where the dense block may be chosen: for GCN (its weights cost a
+// sqrt and a division per edge and column chunk on the CSR path, once per tile on the dense one)
+// or for both kinds with DENSE_KINDS 1; the mean's CSR path is cheaper than the union.
+static inline bool measured(bool gcn) { return DENSE_PERMILLE <= 1000 && (gcn || DENSE_KINDS == 1); }
+
 // Rows [r0, r0 + nr) but the long ones: the dense block or CSR, by the subgraph's density.
 // mark (M ints, all -1 on entry and on return): a column's place in the tile's union; cols: the
 // union (room for M). Both thread-local, passed as pointers: a thread_local touched per edge in
@@ -81,18 +98,14 @@ static void dense_tile(bool gcn, const float* row_ptr, const float* H, float* ou
 // 1.6-4.4x slower in the bench that way).
 static void tile_block(bool gcn, const float* row_ptr, const float* col_idx, const float* H, float* out, int M,
                        int N, int r0, int nr, int n0, int nc, int* mark, int* cols) {
-  const double total = row_ptr[M];
-  // The union is measured only where the dense block may be chosen: for GCN (its weights cost a
-  // sqrt and a division per edge and column chunk on the CSR path, once per tile on the dense
-  // one) or for both kinds with DENSE_KINDS 1; the mean's CSR path is cheaper than the union.
-  const bool measure = DENSE_PERMILLE <= 1000 && (gcn || DENSE_KINDS == 1);
+  const float threshold = long_threshold(row_ptr, M);
   bool skip[RT] = {};
   long long nnz = 0;
   int rows = 0, U = 0;
   for (int i = 0; i < nr; ++i) {
     const int r = r0 + i, p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];
-    skip[i] = is_long(row_ptr, r, total);
-    if (!measure || skip[i] || p1 == p0) continue;
+    skip[i] = is_long(row_ptr, r, threshold);
+    if (skip[i] || p1 == p0) continue;
     ++rows, nnz += p1 - p0;
     for (int p = p0; p < p1; ++p) {
       const int c = (int)col_idx[p];
@@ -144,19 +157,52 @@ static void ensure(long long pairs) {
   for (long long i = 0; i < pairs; ++i) done[i].store(0, std::memory_order_relaxed);
   capacity = pairs;
 }
+
+// The long rows, found once per launch: the first splitter block to arrive scans all M rows
+// (under `scan`; the others wait only for that running block), the last to finish clears the list
+// for the next launch (every splitter block of a launch finishes before the next launch starts).
+// Each splitter scanning for itself cost SPLITS scans of M rows a launch: on `mixed` at M = 16384,
+// where no row is long, adaptive ran 0.92x of CSR-only for the mean (loaded host).
+static std::mutex scan;
+static bool scanned = false;
+static std::vector<int> long_rows;          // in row order
+static std::vector<long long> long_first;  // a long row's first edge among the long rows' edges
+static long long long_edges = 0;            // L: all the long rows' edges
+static std::atomic<long long> finished{0};  // splitter blocks of this launch that are done
+
+static void find_long_rows(const float* row_ptr, int M) {
+  std::lock_guard<std::mutex> lock(scan);
+  if (scanned) return;
+  const float threshold = long_threshold(row_ptr, M);
+  long_rows.clear(), long_first.clear(), long_edges = 0;
+  scanned = true;
+  int any = 0;  // first whether any row is long at all (the usual answer is no): one vector pass
+  for (int r = 0; r < M; ++r) any |= row_ptr[r + 1] - row_ptr[r] >= threshold;
+  if (!any) return;
+  for (int r = 0; r < M; ++r)
+    if (is_long(row_ptr, r, threshold)) {
+      long_rows.push_back(r), long_first.push_back(long_edges);
+      long_edges += (long long)(row_ptr[r + 1] - row_ptr[r]);
+    }
+}
+
+static void finish(long long blocks) {
+  if (finished.fetch_add(1, std::memory_order_acq_rel) + 1 == blocks) {
+    std::lock_guard<std::mutex> lock(scan);
+    finished.store(0, std::memory_order_relaxed);
+    scanned = false;
+  }
+}
 }  // namespace split_state
 
 // Splitter s of SPLITS: edges [L·s/S, L·(s+1)/S) of the long rows (L of them in all, in row order).
 #define KF_SPLITS (SPLITS > 0 ? SPLITS : 1)  // never 0 in a division (no splitter runs with SPLITS 0)
-static void split_block(bool gcn, const float* row_ptr, const float* col_idx, const float* H, float* out, int M,
-                        int N, long long strip, long long strips, int s, int n0, int nc) {
-  const double total = row_ptr[M];
-  long long L = 0;
-  for (int r = 0; r < M; ++r)
-    if (is_long(row_ptr, r, total)) L += (long long)(row_ptr[r + 1] - row_ptr[r]);
+static void split_range(bool gcn, const float* row_ptr, const float* col_idx, const float* H, float* out, int N,
+                        long long strip, long long strips, int s, int n0, int nc) {
+  const long long L = split_state::long_edges;
   const auto bound = [&](long long t) { return L * t / KF_SPLITS; };
   const long long lo = bound(s), hi = bound(s + 1);
-  if (L == 0 || lo == hi) return;
+  if (L == 0 || lo == hi) return;  // no long row (the usual case): nothing more to read
   const auto owner = [&](long long e) {  // the splitter whose range holds edge e
     long long t = e * KF_SPLITS / L;
     while (t + 1 < KF_SPLITS && bound(t + 1) <= e) ++t;
@@ -164,9 +210,10 @@ static void split_block(bool gcn, const float* row_ptr, const float* col_idx, co
     return t;
   };
   split_state::ensure(strips * KF_SPLITS);
-  long long a = 0;  // the row's first edge among the long rows'
-  for (int r = 0; r < M && a < hi; ++r) {
-    if (!is_long(row_ptr, r, total)) continue;
+  const int nlong = (int)split_state::long_rows.size();
+  for (int k = 0; k < nlong && split_state::long_first[k] < hi; ++k) {
+    const int r = split_state::long_rows[k];
+    const long long a = split_state::long_first[k];  // the row's first edge among the long rows'
     const int p0 = (int)row_ptr[r], len = (int)row_ptr[r + 1] - p0;
     const long long b = a + len;
     if (b > lo) {
@@ -194,8 +241,14 @@ static void split_block(bool gcn, const float* row_ptr, const float* col_idx, co
         }
       }
     }
-    a = b;
   }
+}
+
+static void split_block(bool gcn, const float* row_ptr, const float* col_idx, const float* H, float* out, int M,
+                        int N, long long strip, long long strips, int s, int n0, int nc) {
+  split_state::find_long_rows(row_ptr, M);
+  split_range(gcn, row_ptr, col_idx, H, out, N, strip, strips, s, n0, nc);
+  split_state::finish(strips * KF_SPLITS);
 }
 
 #include "kernels/common/equal_work_rows.hpp"  // first_row_at: equal-work row blocks
@@ -212,9 +265,19 @@ static void gnn_adaptive_block(const kf_ctx& ctx, const float* row_ptr, const fl
   }
   // Block y: the whole tiles whose rows' cost prefix falls in its share of the work (a tile per
   // block would cost the pool more hand-offs than a small tile's work).
+  const bool measure = measured(gcn);
+  const int rt = measure ? RT : 1;  // no tiles where none is measured: gnn_aggregate.cpu's blocks
   const double total = (double)row_ptr[M] + M;
-  const int r0 = y == 0 ? 0 : first_row_at(row_ptr, M, total * y / nb) / RT * RT;
-  const int r1 = y == nb - 1 ? M : first_row_at(row_ptr, M, total * (y + 1) / nb) / RT * RT;
+  const int r0 = y == 0 ? 0 : first_row_at(row_ptr, M, total * y / nb) / rt * rt;
+  const int r1 = y == nb - 1 ? M : first_row_at(row_ptr, M, total * (y + 1) / nb) / rt * rt;
+  if (!measure) {  // CSR for every row but the long ones: gnn_aggregate.cpu's loop, no tiles
+    const float threshold = long_threshold(row_ptr, M);
+    for (int r = r0; r < r1; ++r)
+      if (!is_long(row_ptr, r, threshold))
+        gnn_edges(gcn, row_ptr, col_idx, H, N, r, (int)row_ptr[r], (int)row_ptr[r + 1], true, n0, nc,
+                  out + (long long)r * N + n0);
+    return;
+  }
   thread_local std::vector<int> mark, cols;
   if ((int)mark.size() < M) mark.assign(M, -1), cols.resize(M);
   int* const mk = mark.data();
