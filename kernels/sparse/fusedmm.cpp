@@ -30,7 +30,9 @@
 // past the range (a linear scan from where the last range ended; the last range takes the rest,
 // so a row whose columns do not ascend is still summed once per nonzero, in stored order). Only
 // where the block uses a row of Y KMIN / 8 times or more on average: a sparser block has
-// nothing to reuse (measured slower at 99%, where a 128-row block uses a row 1.3 times).
+// nothing to reuse (measured slower at 99%, where a 128-row block uses a row 1.3 times); and
+// only where a row has KSEG nonzeros or more per range on average: each (row, range) pair costs a
+// scan and a reload of the output row, which short segments do not repay.
 // Neither the Z = Y detection nor the ranges change which nonzeros an element sums, nor their
 // order within a range; each output element's sum is deterministic.
 //
@@ -48,7 +50,8 @@
 // Parameters (#defines): CH nonzeros per chunk (a multiple of 8), NV vectors of the update's
 // register tile, VW floats per vector (0: widest), RBLOCKS row blocks, PD the prefetch distance
 // in nonzeros (0: none), KP the 2-D tiles' range of Y (and Z) in KiB (0: one pass), KMIN eight
-// times the least mean uses of a row of Y in the block for the 2-D tiles, STAGE 1 for the
+// times the least mean uses of a row of Y in the block for the 2-D tiles, KSEG the least mean
+// nonzeros of a row per range for them, STAGE 1 for the
 // staged update with Y != Z (0: the chunked one), ZPD the staged update's Z prefetch distance.
 #include <cmath>
 
@@ -197,8 +200,8 @@ static void fusedmm_block(const kf_ctx& ctx, const float* row_ptr, const float* 
     int KR = (int)((long long)KP * 1024 / (row_bytes > 0 ? row_bytes : 1));
     if (KR < 1) KR = 1;
     const int nq = K > 0 ? (K + KR - 1) / KR : 1;
-    const double uses = ((double)row_ptr[r1] - row_ptr[r0]) / (K > 0 ? K : 1);
-    if (nq > 1 && 8.0 * uses >= KMIN && r1 > r0) {
+    const double nnz = (double)row_ptr[r1] - row_ptr[r0], uses = nnz / (K > 0 ? K : 1);
+    if (nq > 1 && 8.0 * uses >= KMIN && r1 > r0 && nnz >= (double)KSEG * nq * (r1 - r0)) {
       block_ranges(row_ptr, col_idx, X, Y, Z, out, r0, r1, D, N, KR, nq, sigmoid);
       return;
     }

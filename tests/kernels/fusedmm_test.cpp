@@ -181,11 +181,11 @@ TEST(SparseFusedmmCpu, PlantedErrorsAreRejected) {
 // The 2-D tiles (KP > 0: K in ranges of KR rows of Y and Z, each row's nonzeros of a range
 // done range by range, the first range storing the output row and the others adding to it) at
 // odd shapes: K = 1001 at KP = 64 KiB is 7 ranges with D = 67, N = 45 (KR = 146), 2 with
-// D = 67, N = 9; KMIN = 0 takes the tiles whatever the block's density. Every pattern: empty
+// D = 67, N = 9; KMIN = 0 and KSEG = 0 take the tiles whatever the block's density. Every pattern: empty
 // rows (5) store zeros in the first range, a dense row (6) crosses every range, power-law rows.
 TEST(SparseFusedmmCpu, TwoDimensionalTilesAtOddShapes) {
   auto backend = make_backend("cpu");
-  const ParamValues tiles{{"KP", 64}, {"KMIN", 0}, {"CH", 16}, {"RBLOCKS", 4}};
+  const ParamValues tiles{{"KP", 64}, {"KMIN", 0}, {"KSEG", 0}, {"CH", 16}, {"RBLOCKS", 4}};
   for (int pattern = 0; pattern < sparse::kPatternCount; ++pattern)
     expect_passes(*backend, {37, 1001, 67, 45, 3000, tiles}, pattern);
   expect_passes(*backend, {29, 1001, 67, 45, 1, tiles});      // one nonzero
@@ -241,7 +241,7 @@ TEST(SparseFusedmmCpu, SameBufferForYAndZ) {
   const auto p = find_problem("fusedmm");
   const Sizes small = p->resolve_sizes({{"M", 43}, {"K", 57}, {"D", 21}, {"N", 21}, {"NNZ", 600}});
   const Sizes wide = p->resolve_sizes({{"M", 43}, {"K", 1001}, {"D", 67}, {"N", 67}, {"NNZ", 4000}});
-  const ParamValues tiles{{"KP", 64}, {"KMIN", 0}, {"CH", 16}, {"RBLOCKS", 4}};
+  const ParamValues tiles{{"KP", 64}, {"KMIN", 0}, {"KSEG", 0}, {"CH", 16}, {"RBLOCKS", 4}};
   for (const int op : {0, 1}) {
     EXPECT_EQ(run_same_buffer(*backend, library_kernel(*p, Lang::cpp, small), {{"CH", 16}, {"RBLOCKS", 4}}, small, op), "");
     EXPECT_EQ(run_same_buffer(*backend, library_kernel(*p, Lang::cpp, wide), tiles, wide, op), "");
@@ -258,7 +258,7 @@ TEST(SparseFusedmmCpu, PlantedBugInTheTilesIsRejectedWithOneBuffer) {
   const Sizes wide = p->resolve_sizes({{"M", 43}, {"K", 1001}, {"D", 67}, {"N", 67}, {"NNZ", 4000}});
   EvalRequest req = test::library_request("fusedmm", "cpu", wide);
   test::plant(req, "q == 0 && p == s0", "p == s0");
-  const ParamValues tiles{{"KP", 64}, {"KMIN", 0}, {"CH", 16}, {"RBLOCKS", 4}};
+  const ParamValues tiles{{"KP", 64}, {"KMIN", 0}, {"KSEG", 0}, {"CH", 16}, {"RBLOCKS", 4}};
   EXPECT_NE(run_same_buffer(*backend, req.kernel, tiles, wide, 0), "");
   EXPECT_EQ(run_same_buffer(*backend, req.kernel, {{"KP", 0}}, wide, 0), "");  // the one-pass path has no such line
   // The same plant through the protocol, Y and Z two buffers (7 ranges at D = 67, N = 45).
