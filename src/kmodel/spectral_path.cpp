@@ -127,7 +127,8 @@ std::vector<std::vector<Fit>> fit_path_folds(const Spectrum& sp, const Eigen::Ve
   // OpenBLAS's sgemm would pack all of U on every call (as long as its kernel took, measured).
   const bool streamed = single && o.streamed_products;
   // One pass over U per float step (run_one_pass): needs the transpose the streamed steps keep.
-  const bool one_pass = streamed && o.one_pass_steps;
+  const bool one_pass = streamed && o.one_pass_steps &&
+                        static_cast<std::size_t>(n) * static_cast<std::size_t>(r) * sizeof(float) >= o.one_pass_min_bytes;
   Eigen::MatrixXf uf, utf, in_f, out_f, g_f, gh_f;
   Eigen::MatrixXd utd;  // U^T in double for the streamed double products (made on first use)
   if (single) {

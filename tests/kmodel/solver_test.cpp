@@ -491,6 +491,7 @@ TEST(KernelModelPath, OnePassStepsTakeTheTwoPassPath) {
           if (nf == 1 || static_cast<std::size_t>(i) % nf != j) folds[j].push_back(i);
       SolverOptions o;
       o.loss = Loss::logistic;  // the default tol: float steps
+      o.one_pass_min_bytes = 0;  // U (1.4 MiB in float) is below the default's size
       const auto one = fit_path_folds(sp, data.y, folds, o, lambdas);
       o.one_pass_steps = false;
       const auto two = fit_path_folds(sp, data.y, folds, o, lambdas);
