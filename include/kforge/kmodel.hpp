@@ -89,8 +89,9 @@ struct SolverOptions {
   // a restarted fold's slopes are retaken in the next pass). false: two passes (for comparison).
   bool one_pass_steps = true;
   // ... but only where U in float (n x r x 4 bytes) is at least this large: where U stays in the
-  // caches the two passes' longer loops win (two moons, r = 141 of n = 2000: paths 0.11 s two-pass
-  // against 0.12 s one-pass; full rank at n = 1000, 3.8 MiB: one pass 1.32x faster; quiet).
+  // caches the two passes' longer loops win (bench/kernel_path_vs_sklearn.py, quiet: two moons,
+  // n = 1000, paths 0.054 s two-pass against 0.064 s one-pass; full rank at n = 1000, 3.8 MiB:
+  // one pass 1.32x faster).
   std::size_t one_pass_min_bytes = std::size_t{2} << 20;
   // Eigenvalues below rank_tol * the largest are taken as 0: the solver iterates only on the r
   // others (O(n r) per step instead of O(n^2)); the fitted values move by at most
