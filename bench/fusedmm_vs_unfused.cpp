@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
         params_text = fmt::format("fusedmm {}; sddmm {}; spmm {}", fused.params_text(), sddmm.params_text(),
                                   spmm.params_text());
         std::vector<std::unique_ptr<Buffer>> b;
-        for (int t = 0; t < 5; ++t) b.push_back(bench::upload(*backend, in.tensors[t == 4 && same_yz ? 3 : t]));
+        for (int t = 0; t < 5; ++t) b.push_back(bench::upload(*backend, *fp, in, t == 4 && same_yz ? 3 : t));
         Buffer& z = same_yz ? *b[3] : *b[4];
         auto out_f = bench::upload(*backend, {}, M * W), sampled = bench::upload(*backend, {}, nnz),
              out_u = bench::upload(*backend, {}, M * W);

@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
       std::vector<std::vector<double>> ref, mag;
       problem->reference(in, ref, mag);
       std::vector<std::unique_ptr<Buffer>> b;
-      for (int t = 0; t < 3; ++t) b.push_back(bench::upload(*backend, in.tensors[t]));
+      for (int t = 0; t < 3; ++t) b.push_back(bench::upload(*backend, *problem, in, t));
       auto out = bench::upload(*backend, {}, M * N);
       const std::vector<Arg> args{Arg::buf(*b[0]), Arg::buf(*b[1]), Arg::buf(*b[2]), Arg::buf(*out),
                                   Arg::i(static_cast<std::int32_t>(M)), Arg::i(static_cast<std::int32_t>(N)),

@@ -34,8 +34,9 @@ class KernelLauncher {
       const std::int64_t n = problem->tensor_elements(t, sizes);
       std::vector<double> v(static_cast<std::size_t>(n));
       for (auto& x : v) x = normal(rng);
-      std::vector<unsigned char> bytes(static_cast<std::size_t>(n) * dtype_size(dtype));
-      encode(dtype, v, bytes.data());
+      const DType stored = storage_dtype(tensors[t], dtype);
+      std::vector<unsigned char> bytes(static_cast<std::size_t>(n) * dtype_size(stored));
+      encode(stored, v, bytes.data());
       buffers_.push_back(backend.alloc(bytes.size()));
       backend.write(*buffers_.back(), bytes.data(), bytes.size());
       args_.push_back(Arg::buf(*buffers_.back()));

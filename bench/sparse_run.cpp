@@ -1,16 +1,16 @@
 // One timed spmm or sddmm on the cpu backend, in a process of its own, for
 // bench/spmm_vs_scipy.py: the library kernel at its default parameters on the problem's own
 // instance (uniform pattern, normal inputs, the seed given), one warm-up launch, then `reps`
-// timed launches. With --dump DIR it writes each tensor and the kernel's output as raw float32
-// (DIR/<tensor name>.f32), so the peer computes on the very same matrix and checks against
+// timed launches. With --dump DIR it writes each tensor and the kernel's output raw in its
+// storage type (DIR/<tensor name>.i32 for the int32 pointers and indices, .f32 else), so the peer computes on the very same matrix and checks against
 // kforge's result. Prints one JSON line: seconds (each launch), median_s, sol_fraction (cached
 // ceilings), the kernel parameters, and cpu_seconds / cpu_median_s: the calling thread's CPU
 // time per launch, which at --threads 1 is the kernel's own (the pool's caller runs every
 // block) and leaves out the time slices other processes take on a loaded host. --param NAME=VALUE overrides a default parameter and --spec
 // runs a kernel spec on disk (its source beside it) instead of the library's: how a candidate is
 // compared with the library kernel, interleaved, before it replaces it. --structure DIR takes the
-// sparse matrix from DIR instead of the generator (row_ptr.f32, col_idx.f32 and, if present,
-// values.f32, raw float32 as --dump writes them): M and NNZ come from row_ptr, K from --k; how
+// sparse matrix from DIR instead of the generator (row_ptr.i32, col_idx.i32 and, if present,
+// values.f32, as --dump writes them): M and NNZ come from row_ptr, K from --k; how
 // bench/spmm_vs_scipy.py --graphs runs real graphs.
 #include <algorithm>
 #include <cstring>
@@ -48,25 +48,26 @@ int main(int argc, char** argv) {
   app.add_option("--param", params, "NAME=VALUE: a kernel parameter instead of its default (repeatable)");
   app.add_option("--spec", spec_path, "a kernel spec JSON on disk (source beside it) instead of the library kernel")
       ->check(CLI::ExistingFile);
-  app.add_option("--dump", dump, "a folder to write the tensors and the output to, as raw float32");
-  app.add_option("--structure", structure, "a folder with the matrix as raw float32 (row_ptr.f32, col_idx.f32, values.f32)")
+  app.add_option("--dump", dump, "a folder to write the tensors and the output to, raw (<name>.i32 or .f32)");
+  app.add_option("--structure", structure, "a folder with the matrix, raw (row_ptr.i32, col_idx.i32 int32, values.f32 float32)")
       ->check(CLI::ExistingDirectory);
   CLI11_PARSE(app, argc, argv);
 
-  const auto read_f32 = [&](const std::string& name) {
-    const std::string path = structure + "/" + name + ".f32";
+  const auto read_raw = [&](const std::string& name, DType t) {
+    const std::string path = structure + "/" + name + (t == DType::int32 ? ".i32" : ".f32");
     std::vector<double> v;
     if (!std::filesystem::exists(path)) return v;
     const std::string bytes = read_file(path);
-    std::vector<float> f(bytes.size() / sizeof(float));
-    std::memcpy(f.data(), bytes.data(), f.size() * sizeof(float));
-    return std::vector<double>(f.begin(), f.end());
+    v.resize(bytes.size() / 4);
+    decode(t, bytes.data(), v);
+    return v;
   };
   std::vector<double> row_ptr, col_idx, values;
   if (!structure.empty()) {
-    row_ptr = read_f32("row_ptr"), col_idx = read_f32("col_idx"), values = read_f32("values");
+    row_ptr = read_raw("row_ptr", DType::int32), col_idx = read_raw("col_idx", DType::int32);
+    values = read_raw("values", DType::fp32);
     if (row_ptr.size() < 2 || col_idx.size() != static_cast<std::size_t>(row_ptr.back()))
-      throw UsageError("--structure " + structure + ": row_ptr.f32 must hold M + 1 offsets and col_idx.f32 row_ptr[M] indices");
+      throw UsageError("--structure " + structure + ": row_ptr.i32 must hold M + 1 offsets and col_idx.i32 row_ptr[M] indices");
     m = static_cast<std::int64_t>(row_ptr.size()) - 1, nnz = static_cast<std::int64_t>(row_ptr.back());
   }
 
@@ -96,7 +97,7 @@ int main(int argc, char** argv) {
   std::vector<Arg> args;
   for (std::size_t t = 0; t < specs.size(); ++t) {
     bufs.push_back(bench::upload(*backend, specs[t].role == Role::in ? in.tensors[t] : std::vector<double>{},
-                                 static_cast<std::size_t>(p->tensor_elements(t, sizes))));
+                                 static_cast<std::size_t>(p->tensor_elements(t, sizes)), storage_dtype(specs[t], in.dtype)));
     args.push_back(Arg::buf(*bufs.back()));
   }
   for (const auto& n : p->size_names()) args.push_back(Arg::i(static_cast<std::int32_t>(sizes.at(n))));
@@ -119,8 +120,9 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(dump);
     for (std::size_t t = 0; t < specs.size(); ++t) {
       const auto n = static_cast<std::size_t>(p->tensor_elements(t, sizes));
-      const auto f = bench::download(*backend, *bufs[t], n);
-      std::ofstream(dump + "/" + specs[t].name + ".f32", std::ios::binary)
+      const auto f = bench::download(*backend, *bufs[t], n);  // 4 bytes each, int32 or float as stored
+      const bool index = storage_dtype(specs[t], in.dtype) == DType::int32;
+      std::ofstream(dump + "/" + specs[t].name + (index ? ".i32" : ".f32"), std::ios::binary)
           .write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(n * sizeof(float)));
     }
   }

@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
     const auto kernel = bench::prepare(*backend, *problem, sizes, overrides);
     ptext = kernel.params_text();
     std::vector<std::unique_ptr<Buffer>> b;
-    for (int t = 0; t < 4; ++t) b.push_back(bench::upload(*backend, in.tensors[t]));
+    for (int t = 0; t < 4; ++t) b.push_back(bench::upload(*backend, *problem, in, t));
     auto y = bench::upload(*backend, {}, inputs * N);
     auto cat = bench::upload(*backend, {}, inputs);
     const std::vector<Arg> args{Arg::buf(*b[0]), Arg::buf(*b[1]), Arg::buf(*b[2]), Arg::buf(*b[3]), Arg::buf(*y),

@@ -121,12 +121,12 @@ int main(int argc, char** argv) {
       const Sizes sc{{"M", M}, {"K", M}, {"N", N}, {"NNZ", std::max<std::int64_t>(1, a.nnz())}};
       std::vector<double> row_ptr(a.row_ptr.begin(), a.row_ptr.end()), col_idx(a.col_idx.begin(), a.col_idx.end());
       std::vector<std::unique_ptr<Buffer>> cb, bb;
-      cb.push_back(bench::upload(*backend, row_ptr));
-      cb.push_back(bench::upload(*backend, col_idx, 1));
+      cb.push_back(bench::upload(*backend, row_ptr, 0, DType::int32));
+      cb.push_back(bench::upload(*backend, col_idx, 1, DType::int32));
       cb.push_back(bench::upload(*backend, a.values, 1));
       cb.push_back(bench::upload(*backend, bin.tensors[2]));
       cb.push_back(bench::upload(*backend, {}, M * N));
-      for (int t = 0; t < 3; ++t) bb.push_back(bench::upload(*backend, bin.tensors[t]));
+      for (int t = 0; t < 3; ++t) bb.push_back(bench::upload(*backend, *bell_problem, bin, t));
       bb.push_back(bench::upload(*backend, {}, M * N));
       const std::vector<Arg> csr_args = args_of(cb, sc, {"M", "K", "N", "NNZ"});
       const std::vector<Arg> bell_args = args_of(bb, sb, {"M", "K", "N", "NNZ", "BS", "EC"});

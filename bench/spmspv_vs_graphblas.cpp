@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
         const auto kernel = bench::prepare(*backend, *problem, sizes, overrides);
         ptext = kernel.params_text();
         std::vector<std::unique_ptr<Buffer>> b;
-        for (int t = 0; t < 5; ++t) b.push_back(bench::upload(*backend, in.tensors[t]));
+        for (int t = 0; t < 5; ++t) b.push_back(bench::upload(*backend, *problem, in, t));
         auto y = bench::upload(*backend, {}, M), mask = bench::upload(*backend, {}, M);
         std::vector<Arg> args;
         for (auto& buf : b) args.push_back(Arg::buf(*buf));

@@ -3,13 +3,15 @@
 // FLOP and byte counts, and how close a result must be. It knows nothing of kernels or devices.
 //
 // The kernel ABI follows from the problem: a kernel's arguments are the problem's tensors in
-// order (pointers to the dtype's storage), then its sizes as `int` in size order, then its
+// order (pointers to the dtype's storage, or to the tensor's own fixed type: a sparse matrix's
+// indices are `int` whatever the dtype), then its sizes as `int` in size order, then its
 // scalars as `float`. For gemm: (const T* A, const T* B, T* C, int M, int N, int K,
-// float alpha, float beta).
+// float alpha, float beta); for spmm: (const int* row_ptr, const int* col_idx, const T* values, ...).
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,10 +46,19 @@ using Scalars = std::map<std::string, double>;
 struct TensorSpec {
   std::string name;
   Role role;
+  // An integer type of its own (int32 or int8), whatever the instance's dtype: indices and
+  // offsets (a sparse matrix's row pointers pass 2^24, which fp32 cannot hold exactly). Empty:
+  // the instance's dtype. Only inputs have one (an output is compared with the dtype's bound).
+  std::optional<DType> storage = std::nullopt;
 };
 
+// The element type tensor `spec` is stored in on the device, in an instance of dtype `instance`.
+[[nodiscard]] inline DType storage_dtype(const TensorSpec& spec, DType instance) {
+  return spec.storage.value_or(instance);
+}
+
 // One concrete instance: sizes, dtype, scalar values and every tensor's values (already rounded
-// to the dtype, so the reference sees exactly what the kernel sees).
+// to each tensor's storage type, so the reference sees exactly what the kernel sees).
 struct Instance {
   Sizes sizes;
   DType dtype = DType::fp32;

@@ -7,11 +7,11 @@
 // then one vector, then one float at a time, each element in the edges' order.
 #define CW (NV * KF_VW)
 
-static inline float gnn_weight(bool gcn, const float* row_ptr, float len_r, int c) {
+static inline float gnn_weight(bool gcn, const int* row_ptr, float len_r, int c) {
   return gcn ? 1.0f / __builtin_sqrtf((1.0f + len_r) * (1.0f + (row_ptr[c + 1] - row_ptr[c]))) : 1.0f / len_r;
 }
 
-static void gnn_edges(bool gcn, const float* row_ptr, const float* col_idx, const float* H, int N, int r, int p0,
+static void gnn_edges(bool gcn, const int* row_ptr, const int* col_idx, const float* H, int N, int r, int p0,
                       int p1, bool self, int n0, int nc, float* dst) {
   const float len_r = row_ptr[r + 1] - row_ptr[r], wself = 1.0f / (1.0f + len_r);
   const bool with_self = gcn && self;

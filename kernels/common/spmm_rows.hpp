@@ -15,7 +15,7 @@
 // W vectors of row [p0, p1) at column offset j of bcol (B + the strip's first column): UN
 // nonzeros a step, each into its own accumulators.
 template <int W>
-static inline void row_tile(const float* col_idx, const float* values, const float* bcol, long long N, int p0,
+static inline void row_tile(const int* col_idx, const float* values, const float* bcol, long long N, int p0,
                             int p1, int pend, float* c) {
   kf_vf acc[UN][W] = {};
   int p = p0;
@@ -43,7 +43,7 @@ static inline void row_tile(const float* col_idx, const float* values, const flo
 }
 
 // Rows [r0, r1) of C's columns [n0, n0 + nc): tiles of CW, then single vectors, then floats.
-static void rows_panel(const float* row_ptr, const float* col_idx, const float* values, const float* B, float* C,
+static void rows_panel(const int* row_ptr, const int* col_idx, const float* values, const float* B, float* C,
                        int N, int r0, int r1, int n0, int nc) {
   const int pend = (int)row_ptr[r1];
   for (int r = r0; r < r1; ++r) {
@@ -118,7 +118,7 @@ static inline void tile_ranges(const int* off, const float* val, const int* cut,
 // order; values are read in place), and each row is cut where its columns cross a range (binary
 // search; slot 1). A row whose columns do not ascend (the problem allows any order) is still cut
 // into a partition of its nonzeros, each summed once: correct, only without the reuse.
-static void block_2d(const float* row_ptr, const float* col_idx, const float* values, const float* B, float* C,
+static void block_2d(const int* row_ptr, const int* col_idx, const float* values, const float* B, float* C,
                      int N, int r0, int r1, int n0, int nc, int KR, int nq) {
   const int R = r1 - r0, P0 = (int)row_ptr[r0], P = (int)row_ptr[r1] - P0;
   int* off0 = (int*)scratch(0, 4LL * (P > 0 ? P : 1));
@@ -161,7 +161,7 @@ static void block_2d(const float* row_ptr, const float* col_idx, const float* va
 }
 
 // Rows [r0, r1) of C's columns [n0, n0 + nc): the 2-D tiles or the one-pass path, as above.
-static void spmm_rows(const float* row_ptr, const float* col_idx, const float* values, const float* B, float* C,
+static void spmm_rows(const int* row_ptr, const int* col_idx, const float* values, const float* B, float* C,
                       int K, int N, int r0, int r1, int n0, int nc) {
 #if KP > 0
   // 2-D tiles where B's rows fit int offsets: KR rows of B a range, each row's CW floats within

@@ -10,7 +10,7 @@
 //
 // Parameters (#defines): WX work-items per row (the chunk length), CPT columns per work-item
 // per pass.
-__kernel void fusedmm(__global const float* row_ptr, __global const float* col_idx, __global const float* X,
+__kernel void fusedmm(__global const int* row_ptr, __global const int* col_idx, __global const float* X,
                       __global const float* Y, __global const float* Z, __global float* out, int M, int K,
                       int D, int N, int NNZ, float pattern, float op) {
   __local float w[WX];

@@ -154,13 +154,13 @@ __attribute__((always_inline)) static inline void update(float* out, const float
 // cur[i]: row r0 + i's first nonzero not yet done; the range's segment runs to the first column
 // at or past the range's end (the last range takes the rest: rows whose columns do not ascend
 // are still partitioned, each nonzero done once, in stored order).
-static void block_ranges(const float* row_ptr, const float* col_idx, const float* X, const float* Y, const float* Z,
+static void block_ranges(const int* row_ptr, const int* col_idx, const float* X, const float* Y, const float* Z,
                          float* out, int r0, int r1, int D, int N, int KR, int nq, bool sigmoid) {
   int* cur = (int*)scratch(0, 4LL * (r1 - r0));
   for (int r = r0; r < r1; ++r) cur[r - r0] = (int)row_ptr[r];
   float w[CH];
   for (int q = 0; q < nq; ++q) {
-    const float edge = (float)((long long)(q + 1) * KR);
+    const long long edge = (long long)(q + 1) * KR;
     for (int r = r0; r < r1; ++r) {
       float* o = out + (long long)r * N;
       const int p1 = (int)row_ptr[r + 1], s0 = cur[r - r0];
@@ -184,7 +184,7 @@ static void block_ranges(const float* row_ptr, const float* col_idx, const float
   }
 }
 
-static void fusedmm_block(const kf_ctx& ctx, const float* row_ptr, const float* col_idx, const float* X,
+static void fusedmm_block(const kf_ctx& ctx, const int* row_ptr, const int* col_idx, const float* X,
                           const float* Y, const float* Z, float* out, int M, int K, int D, int N, int NNZ,
                           float pattern, float op) {
   (void)NNZ, (void)pattern;

@@ -5,7 +5,7 @@
 //
 // Parameters (#defines): WX threads per row (the chunk length), CPT columns per thread per pass.
 extern "C" __global__ void __launch_bounds__(WX)
-fusedmm(const float* __restrict__ row_ptr, const float* __restrict__ col_idx, const float* __restrict__ X,
+fusedmm(const int* __restrict__ row_ptr, const int* __restrict__ col_idx, const float* __restrict__ X,
         const float* __restrict__ Y, const float* __restrict__ Z, float* __restrict__ out, int M, int K, int D,
         int N, int NNZ, float pattern, float op) {
   __shared__ float w[WX];

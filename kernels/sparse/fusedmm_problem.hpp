@@ -30,7 +30,7 @@ class Fusedmm final : public SparseProblem {
   std::string name() const override { return "fusedmm"; }
   std::string description() const override {
     return "out[r,:] = sum over nonzeros p of row r of op(X[r,:] . Y[col_idx[p],:]) * Z[col_idx[p],:]; "
-           "S a CSR pattern (row_ptr, col_idx; NNZ entries, indices exact in fp32), X (M,D), Y (K,D), "
+           "S a CSR pattern (row_ptr, col_idx; NNZ entries, int32), X (M,D), Y (K,D), "
            "Z (K,N), out (M,N); scalar op: 0 none, 1 sigmoid; scalar pattern picks the generator";
   }
   std::vector<std::string> size_names() const override { return {"M", "K", "D", "N", "NNZ"}; }
@@ -38,7 +38,7 @@ class Fusedmm final : public SparseProblem {
     return {{"M", 512}, {"K", 512}, {"D", 64}, {"N", 64}, {"NNZ", 26214}};
   }
   std::vector<TensorSpec> tensors() const override {
-    return {{"row_ptr", Role::in}, {"col_idx", Role::in}, {"X", Role::in},
+    return {{"row_ptr", Role::in, DType::int32}, {"col_idx", Role::in, DType::int32}, {"X", Role::in},
             {"Y", Role::in},       {"Z", Role::in},       {"out", Role::out}};
   }
   std::vector<std::string> scalar_names() const override { return {"pattern", "op"}; }

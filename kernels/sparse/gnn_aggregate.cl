@@ -6,7 +6,7 @@
 // 1 / len_r.
 //
 // Parameters (#defines): WX work-items along columns, CPT columns per work-item, WY rows.
-__kernel void gnn_aggregate(__global const float* row_ptr, __global const float* col_idx,
+__kernel void gnn_aggregate(__global const int* row_ptr, __global const int* col_idx,
                             __global const float* H, __global float* out, int M, int N, int NNZ,
                             float pattern, float kind) {
   const int r = get_group_id(1) * WY + get_local_id(1);

@@ -13,7 +13,7 @@
 
 #include "kernels/common/equal_work_rows.hpp"  // first_row_at: equal-work row blocks
 
-static void gnn_block(const kf_ctx& ctx, const float* row_ptr, const float* col_idx, const float* H, float* out,
+static void gnn_block(const kf_ctx& ctx, const int* row_ptr, const int* col_idx, const float* H, float* out,
                       int M, int N, int NNZ, float pattern, float kind) {
   (void)NNZ, (void)pattern;
   const bool gcn = kind == 0.0f;

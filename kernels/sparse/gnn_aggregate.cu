@@ -5,7 +5,7 @@
 //
 // Parameters (#defines): WX threads along columns, CPT columns per thread, WY rows per block.
 extern "C" __global__ void __launch_bounds__(WX * WY)
-gnn_aggregate(const float* __restrict__ row_ptr, const float* __restrict__ col_idx, const float* __restrict__ H,
+gnn_aggregate(const int* __restrict__ row_ptr, const int* __restrict__ col_idx, const float* __restrict__ H,
               float* __restrict__ out, int M, int N, int NNZ, float pattern, float kind) {
   const int r = blockIdx.y * WY + threadIdx.y;
   if (r >= M) return;

@@ -40,20 +40,19 @@
 #include "kernels/common/scratch.hpp"   // scratch_floats: the dense block's weight tile
 
 // A row is long when len * 1000 >= edges * LONG_PERMILLE and len > 0: as a whole number of edges,
-// len >= ceil(edges * LONG_PERMILLE / 1000), at least 1 (exact: row pointers are below 2^24), so
-// the test per row is one float compare (the scan for long rows vectorizes). No row is long
-// with SPLITS 0.
-static inline float long_threshold(const float* row_ptr, int M) {
+// len >= ceil(edges * LONG_PERMILLE / 1000), at least 1, so the test per row is one integer
+// compare (the scan for long rows vectorizes). No row is long with SPLITS 0.
+static inline int long_threshold(const int* row_ptr, int M) {
   const double t = __builtin_ceil((double)row_ptr[M] * LONG_PERMILLE / 1000.0);
-  return SPLITS > 0 ? (float)(t < 1.0 ? 1.0 : t) : __builtin_inff();
+  return SPLITS > 0 ? (int)(t < 1.0 ? 1.0 : t) : 0x7fffffff;
 }
-static inline bool is_long(const float* row_ptr, int r, float threshold) {
+static inline bool is_long(const int* row_ptr, int r, int threshold) {
   return SPLITS > 0 && row_ptr[r + 1] - row_ptr[r] >= threshold;
 }
 
 // ---- the dense block ---------------------------------------------------------------------------
 // out rows r0 + i (i < nr, not long) = self term + Σ_u w[u·RT + i] · H[cols[u], strip].
-static void dense_tile(bool gcn, const float* row_ptr, const float* H, float* out, int N, int r0, int nr,
+static void dense_tile(bool gcn, const int* row_ptr, const float* H, float* out, int N, int r0, int nr,
                        const bool* skip, const int* cols, int U, const float* w, int n0, int nc) {
   float wself[RT] = {};
   for (int i = 0; i < nr; ++i) wself[i] = 1.0f / (1.0f + (row_ptr[r0 + i + 1] - row_ptr[r0 + i]));
@@ -96,9 +95,9 @@ static inline bool measured(bool gcn) { return DENSE_PERMILLE <= 1000 && (gcn ||
 // union (room for M). Both thread-local, passed as pointers: a thread_local touched per edge in
 // a kernel loaded with dlopen costs a __tls_get_addr call per access (the CSR-only variant ran
 // 1.6-4.4x slower in the bench that way).
-static void tile_block(bool gcn, const float* row_ptr, const float* col_idx, const float* H, float* out, int M,
+static void tile_block(bool gcn, const int* row_ptr, const int* col_idx, const float* H, float* out, int M,
                        int N, int r0, int nr, int n0, int nc, int* mark, int* cols) {
-  const float threshold = long_threshold(row_ptr, M);
+  const int threshold = long_threshold(row_ptr, M);
   bool skip[RT] = {};
   long long nnz = 0;
   int rows = 0, U = 0;
@@ -170,10 +169,10 @@ static std::vector<long long> long_first;  // a long row's first edge among the 
 static long long long_edges = 0;            // L: all the long rows' edges
 static std::atomic<long long> finished{0};  // splitter blocks of this launch that are done
 
-static void find_long_rows(const float* row_ptr, int M) {
+static void find_long_rows(const int* row_ptr, int M) {
   std::lock_guard<std::mutex> lock(scan);
   if (scanned) return;
-  const float threshold = long_threshold(row_ptr, M);
+  const int threshold = long_threshold(row_ptr, M);
   long_rows.clear(), long_first.clear(), long_edges = 0;
   scanned = true;
   int any = 0;  // first whether any row is long at all (the usual answer is no): one vector pass
@@ -197,7 +196,7 @@ static void finish(long long blocks) {
 
 // Splitter s of SPLITS: edges [L·s/S, L·(s+1)/S) of the long rows (L of them in all, in row order).
 #define KF_SPLITS (SPLITS > 0 ? SPLITS : 1)  // never 0 in a division (no splitter runs with SPLITS 0)
-static void split_range(bool gcn, const float* row_ptr, const float* col_idx, const float* H, float* out, int N,
+static void split_range(bool gcn, const int* row_ptr, const int* col_idx, const float* H, float* out, int N,
                         long long strip, long long strips, int s, int n0, int nc) {
   const long long L = split_state::long_edges;
   const auto bound = [&](long long t) { return L * t / KF_SPLITS; };
@@ -244,7 +243,7 @@ static void split_range(bool gcn, const float* row_ptr, const float* col_idx, co
   }
 }
 
-static void split_block(bool gcn, const float* row_ptr, const float* col_idx, const float* H, float* out, int M,
+static void split_block(bool gcn, const int* row_ptr, const int* col_idx, const float* H, float* out, int M,
                         int N, long long strip, long long strips, int s, int n0, int nc) {
   split_state::find_long_rows(row_ptr, M);
   split_range(gcn, row_ptr, col_idx, H, out, N, strip, strips, s, n0, nc);
@@ -253,7 +252,7 @@ static void split_block(bool gcn, const float* row_ptr, const float* col_idx, co
 
 #include "kernels/common/equal_work_rows.hpp"  // first_row_at: equal-work row blocks
 
-static void gnn_adaptive_block(const kf_ctx& ctx, const float* row_ptr, const float* col_idx, const float* H,
+static void gnn_adaptive_block(const kf_ctx& ctx, const int* row_ptr, const int* col_idx, const float* H,
                                float* out, int M, int N, int NNZ, float pattern, float kind) {
   (void)NNZ, (void)pattern;
   const bool gcn = kind == 0.0f;
@@ -271,7 +270,7 @@ static void gnn_adaptive_block(const kf_ctx& ctx, const float* row_ptr, const fl
   const int r0 = y == 0 ? 0 : first_row_at(row_ptr, M, total * y / nb) / rt * rt;
   const int r1 = y == nb - 1 ? M : first_row_at(row_ptr, M, total * (y + 1) / nb) / rt * rt;
   if (!measure) {  // CSR for every row but the long ones: gnn_aggregate.cpu's loop, no tiles
-    const float threshold = long_threshold(row_ptr, M);
+    const int threshold = long_threshold(row_ptr, M);
     for (int r = r0; r < r1; ++r)
       if (!is_long(row_ptr, r, threshold))
         gnn_edges(gcn, row_ptr, col_idx, H, N, r, (int)row_ptr[r], (int)row_ptr[r + 1], true, n0, nc,

@@ -9,7 +9,7 @@
 // weight takes a slow path on CPUs).
 inline float kf_weight(float x) { return x > -87.0f ? exp(x) : 0.0f; }
 
-__kernel void gnn_attention(__global const float* row_ptr, __global const float* col_idx,
+__kernel void gnn_attention(__global const int* row_ptr, __global const int* col_idx,
                             __global const float* Q, __global const float* K, __global const float* V,
                             __global float* out, int M, int D, int N, int NNZ, float pattern, float scale) {
   const int r = get_group_id(1) * WY + get_local_id(1);

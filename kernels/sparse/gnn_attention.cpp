@@ -31,7 +31,7 @@ static inline float dot_product(const float* q, const float* k, int D) {
   return dot;
 }
 
-static void attention_block(const kf_ctx& ctx, const float* row_ptr, const float* col_idx, const float* Q,
+static void attention_block(const kf_ctx& ctx, const int* row_ptr, const int* col_idx, const float* Q,
                             const float* K, const float* V, float* out, int M, int D, int N, int NNZ,
                             float pattern, float scale) {
   (void)NNZ, (void)pattern;

@@ -8,7 +8,7 @@
 __device__ __forceinline__ float kf_weight(float x) { return x > -87.0f ? expf(x) : 0.0f; }
 
 extern "C" __global__ void __launch_bounds__(WX * WY)
-gnn_attention(const float* __restrict__ row_ptr, const float* __restrict__ col_idx, const float* __restrict__ Q,
+gnn_attention(const int* __restrict__ row_ptr, const int* __restrict__ col_idx, const float* __restrict__ Q,
               const float* __restrict__ K, const float* __restrict__ V, float* __restrict__ out, int M, int D, int N,
               int NNZ, float pattern, float scale) {
   const int r = blockIdx.y * WY + threadIdx.y;

@@ -30,14 +30,14 @@ class GnnAttention final : public SparseProblem {
   enum { kQ = 2, kK, kV, kOut };
   std::string name() const override { return "gnn_attention"; }
   std::string description() const override {
-    return "graph attention over a square CSR pattern (row_ptr, col_idx; M nodes, NNZ edges, indices exact in "
-           "fp32): out[r] = sum over r's edges of softmax_row(scale * Q[r] . K[c]) * V[c]; Q, K (M,D), V, out (M,N); "
+    return "graph attention over a square CSR pattern (row_ptr, col_idx; M nodes, NNZ edges, int32 "
+           "indices): out[r] = sum over r's edges of softmax_row(scale * Q[r] . K[c]) * V[c]; Q, K (M,D), V, out (M,N); "
            "SDDMM, row softmax and SpMM in one kernel; scalar pattern picks the generator";
   }
   std::vector<std::string> size_names() const override { return {"M", "D", "N", "NNZ"}; }
   Sizes default_sizes() const override { return {{"M", 1024}, {"D", 32}, {"N", 64}, {"NNZ", 16384}}; }
   std::vector<TensorSpec> tensors() const override {
-    return {{"row_ptr", Role::in}, {"col_idx", Role::in}, {"Q", Role::in},
+    return {{"row_ptr", Role::in, DType::int32}, {"col_idx", Role::in, DType::int32}, {"Q", Role::in},
             {"K", Role::in},       {"V", Role::in},       {"out", Role::out}};
   }
   std::vector<std::string> scalar_names() const override { return {"pattern", "scale"}; }

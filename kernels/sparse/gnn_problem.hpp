@@ -24,14 +24,14 @@ class GnnAggregate final : public SparseProblem {
   enum { kH = 2, kOut };
   std::string name() const override { return "gnn_aggregate"; }
   std::string description() const override {
-    return "one GNN aggregation over a square CSR pattern (row_ptr, col_idx; M nodes, NNZ edges, indices exact in "
-           "fp32), H (M,N), out (M,N); scalar kind: 0 GCN normalized sum H[r]/d_r + sum H[c]/sqrt(d_r d_c), "
+    return "one GNN aggregation over a square CSR pattern (row_ptr, col_idx; M nodes, NNZ edges, int32 "
+           "indices), H (M,N), out (M,N); scalar kind: 0 GCN normalized sum H[r]/d_r + sum H[c]/sqrt(d_r d_c), "
            "d = 1 + row length; 1 GraphSAGE mean; scalar pattern picks the generator";
   }
   std::vector<std::string> size_names() const override { return {"M", "N", "NNZ"}; }
   Sizes default_sizes() const override { return {{"M", 1024}, {"N", 64}, {"NNZ", 16384}}; }  // 16 edges a node
   std::vector<TensorSpec> tensors() const override {
-    return {{"row_ptr", Role::in}, {"col_idx", Role::in}, {"H", Role::in}, {"out", Role::out}};
+    return {{"row_ptr", Role::in, DType::int32}, {"col_idx", Role::in, DType::int32}, {"H", Role::in}, {"out", Role::out}};
   }
   std::vector<std::string> scalar_names() const override { return {"pattern", "kind"}; }
   Scalars scalars_for_trial(int trial) const override {

@@ -3,9 +3,8 @@
 // (CSC matrix times sparse vector, spmspv_problem.hpp), gnn_aggregate (GCN normalized sum and
 // GraphSAGE mean over a graph, gnn_problem.hpp), gnn_attention (SDDMM, row softmax and SpMM:
 // graph attention, gnn_attention_problem.hpp); what they share (the structure inputs,
-// the pattern scalar, validation, perturbation) in sparse_problem.hpp. fp32 only: the indices
-// travel in the fp32 storage as exact integers (every index < 2^24 is exact in fp32), as moe's
-// expert ids do.
+// the pattern scalar, validation, perturbation) in sparse_problem.hpp. fp32 only; the pointers and
+// indices are int32 tensors (TensorSpec::storage).
 //
 // The sparse structure is an input the problem generates: NNZ (a size) is the length of col_idx
 // and values; the pattern is the scalar `pattern` (include/kforge/sparse.hpp's numbering), set
@@ -44,14 +43,14 @@ class Spmm final : public SparseProblem {
  public:
   std::string name() const override { return "spmm"; }
   std::string description() const override {
-    return "C = A * B, A sparse (M,K) in CSR (row_ptr, col_idx, values; NNZ entries, indices exact in fp32), "
+    return "C = A * B, A sparse (M,K) in CSR (row_ptr, col_idx, values; NNZ entries, pointers and indices int32), "
            "B dense (K,N), C (M,N); scalar pattern picks the generator";
   }
   std::vector<std::string> size_names() const override { return {"M", "K", "N", "NNZ"}; }
   // 90% sparse, small enough that `kforge suite` verifies it in seconds on PoCL too.
   Sizes default_sizes() const override { return {{"M", 512}, {"K", 512}, {"N", 64}, {"NNZ", 26214}}; }
   std::vector<TensorSpec> tensors() const override {
-    return {{"row_ptr", Role::in}, {"col_idx", Role::in}, {"values", Role::in}, {"B", Role::in}, {"C", Role::out}};
+    return {{"row_ptr", Role::in, DType::int32}, {"col_idx", Role::in, DType::int32}, {"values", Role::in}, {"B", Role::in}, {"C", Role::out}};
   }
   std::int64_t tensor_elements(std::size_t t, const Sizes& s) const override {
     switch (t) {
@@ -142,13 +141,13 @@ class Sddmm final : public SparseProblem {
   std::string name() const override { return "sddmm"; }
   std::string description() const override {
     return "out[p] = A[r,:] . B[col_idx[p],:] for each nonzero p of row r of a CSR pattern (row_ptr, col_idx; "
-           "NNZ entries, indices exact in fp32), A (M,D), B (K,D); out (NNZ), 0 past row_ptr[M]; "
+           "NNZ entries, pointers and indices int32), A (M,D), B (K,D); out (NNZ), 0 past row_ptr[M]; "
            "scalar pattern picks the generator";
   }
   std::vector<std::string> size_names() const override { return {"M", "K", "D", "NNZ"}; }
   Sizes default_sizes() const override { return {{"M", 512}, {"K", 512}, {"D", 64}, {"NNZ", 26214}}; }
   std::vector<TensorSpec> tensors() const override {
-    return {{"row_ptr", Role::in}, {"col_idx", Role::in}, {"A", Role::in}, {"B", Role::in}, {"out", Role::out}};
+    return {{"row_ptr", Role::in, DType::int32}, {"col_idx", Role::in, DType::int32}, {"A", Role::in}, {"B", Role::in}, {"out", Role::out}};
   }
   std::int64_t tensor_elements(std::size_t t, const Sizes& s) const override {
     switch (t) {

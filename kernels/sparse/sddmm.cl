@@ -5,7 +5,7 @@
 // then advanced as p crosses row ends. Entries past row_ptr[M] get 0.
 //
 // Parameters (#defines): WG work-items per group, PPT nonzeros per work-item.
-__kernel void sddmm(__global const float* row_ptr, __global const float* col_idx,
+__kernel void sddmm(__global const int* row_ptr, __global const int* col_idx,
                     __global const float* A, __global const float* B, __global float* out,
                     int M, int K, int D, int NNZ, float pattern) {
   const int first = get_global_id(0) * PPT;

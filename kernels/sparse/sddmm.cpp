@@ -33,7 +33,7 @@ static inline void dots(const float* a, const float* col, int n, const float* B,
   }
 }
 
-static void sddmm_block(const kf_ctx& ctx, const float* row_ptr, const float* col_idx, const float* A,
+static void sddmm_block(const kf_ctx& ctx, const int* row_ptr, const int* col_idx, const float* A,
                         const float* B, float* out, int M, int K, int D, int NNZ, float pattern) {
   (void)K, (void)pattern;
   const long long nb = ctx.grid_dim.x, b = ctx.block_idx.x;

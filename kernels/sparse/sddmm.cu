@@ -5,7 +5,7 @@
 //
 // Parameters (#defines): WPB warps per block.
 extern "C" __global__ void __launch_bounds__(32 * WPB)
-sddmm(const float* __restrict__ row_ptr, const float* __restrict__ col_idx,
+sddmm(const int* __restrict__ row_ptr, const int* __restrict__ col_idx,
       const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ out, int M,
       int K, int D, int NNZ, float pattern) {
   const int p = blockIdx.x * WPB + threadIdx.x / 32, lane = threadIdx.x % 32;

@@ -7,7 +7,8 @@
 // spmm, sddmm and fusedmm; CSC (outer K columns, inner M rows) for spmspv, whose kernels walk
 // the columns its sparse vector selects. Either way the pattern is generated over A's rows (M)
 // and columns (K), so `power_law` means long rows and `dense_row` a dense row in every problem;
-// CSC is its transpose. Indices travel as exact integers in the fp32 storage (< 2^24).
+// CSC is its transpose. Pointers and indices are int32 tensors (TensorSpec::storage), whatever
+// the values' dtype: NNZ may pass 2^24, which fp32 could not count exactly.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -63,9 +64,9 @@ class SparseProblem : public Problem {
   }
   void check_sizes(const Sizes& s) const override {
     for (const auto& n : size_names())
-      if (s.at(n) < 1 || s.at(n) >= (1LL << 24))
+      if (s.at(n) < 1 || s.at(n) >= (1LL << 31))
         throw UsageError("size " + n + "=" + std::to_string(s.at(n)) +
-                         " must be in [1, 2^24) (indices travel exactly in fp32)");
+                         " must be in [1, 2^31) (indices and offsets are int32)");
     const std::int64_t M = s.at("M"), K = s.at(cols_name());
     for (const auto& w : width_names()) {
       const std::int64_t W = s.at(w);

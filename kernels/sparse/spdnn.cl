@@ -20,7 +20,7 @@
     DST[j] = fmin(fmax(acc, 0.0f), 32.0f);                                             \
   }
 
-__kernel void spdnn(__global const float* Y0, __global const float* W_idx, __global const float* W_val,
+__kernel void spdnn(__global const float* Y0, __global const int* W_idx, __global const float* W_val,
                     __global const float* bias, __global float* Y, __global float* cat, int B, int N, int K,
                     int L) {
   __local float act[WY * NMAX];
@@ -32,7 +32,7 @@ __kernel void spdnn(__global const float* Y0, __global const float* W_idx, __glo
   __global const float* y0 = Y0 + (long)(live ? r : 0) * N;
   __global float* y = Y + (long)(live ? r : 0) * N;
   for (int l = 0; l < L; ++l) {
-    __global const float* wi = W_idx + (long)l * N * K;
+    __global const int* wi = W_idx + (long)l * N * K;
     __global const float* wv = W_val + (long)l * N * K;
     __global const float* b = bias + (long)l * N;
     const int to_y = (L - 1 - l) % 2 == 0;

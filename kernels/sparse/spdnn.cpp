@@ -29,7 +29,7 @@ static_assert(RB % KF_VW == 0, "RB must be a multiple of the vector width");
 
 // One layer over `tiles` tiles: out = min(max(in W + b, 0), 32); alive[s] = 1 if slot s's row
 // has a nonzero output.
-static void layer(const float* in, float* out, const float* idx, const float* val, const float* b, int N, int K,
+static void layer(const float* in, float* out, const int* idx, const float* val, const float* b, int N, int K,
                   int tiles, unsigned char* alive) {
   const kf_vf zero = kf_splat(0.0f), clip = kf_splat(32.0f);
   for (int tile = 0; tile < tiles; ++tile) {
@@ -41,7 +41,7 @@ static void layer(const float* in, float* out, const float* idx, const float* va
       kf_vf acc[KU][RV];
       for (int u = 0; u < KU; ++u)
         for (int v = 0; v < RV; ++v) acc[u][v] = kf_splat(u == 0 ? b[j] : 0.0f);
-      const float* ij = idx + (size_t)j * K;
+      const int* ij = idx + (size_t)j * K;
       const float* wj = val + (size_t)j * K;
       int t = 0;
       for (; t + KU <= K; t += KU)
@@ -74,7 +74,7 @@ static inline float* slot_at(float* act, int N, int s, int i) {
   return act + (size_t)(s / RB) * N * RB + (size_t)i * RB + s % RB;
 }
 
-static void spdnn_block(const kf_ctx& ctx, const float* Y0, const float* W_idx, const float* W_val,
+static void spdnn_block(const kf_ctx& ctx, const float* Y0, const int* W_idx, const float* W_val,
                         const float* bias, float* Y, float* cat, int B, int N, int K, int L) {
   const int r0 = (int)ctx.block_idx.x * (RB * TILES), nr = B - r0 < RB * TILES ? B - r0 : RB * TILES;
   thread_local std::vector<float> scratch;

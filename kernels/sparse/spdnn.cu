@@ -5,7 +5,7 @@
 //
 // Parameters (#defines): WX threads along neurons, WY rows per block, NMAX shared floats a row.
 extern "C" __global__ void __launch_bounds__(WX * WY)
-spdnn(const float* __restrict__ Y0, const float* __restrict__ W_idx, const float* __restrict__ W_val,
+spdnn(const float* __restrict__ Y0, const int* __restrict__ W_idx, const float* __restrict__ W_val,
       const float* __restrict__ bias, float* Y, float* cat, int B, int N, int K, int L) {
   __shared__ float act[WY * NMAX];
   __shared__ int alive[WY];
@@ -15,7 +15,7 @@ spdnn(const float* __restrict__ Y0, const float* __restrict__ W_idx, const float
   float* loc = act + ly * NMAX;
   float* y = Y + (long long)(live ? r : 0) * N;
   for (int l = 0; l < L; ++l) {
-    const float* wi = W_idx + (long long)l * N * K;
+    const int* wi = W_idx + (long long)l * N * K;
     const float* wv = W_val + (long long)l * N * K;
     const float* b = bias + (long long)l * N;
     const bool to_y = (L - 1 - l) % 2 == 0;

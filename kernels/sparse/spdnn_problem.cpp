@@ -9,11 +9,11 @@
 // each output neuron j its K input neurons and weights, W_idx[l][j][t] and W_val[l][j][t]
 // (an ELL layout of W_l^T: with a fixed K per column no row pointer is needed), so output j is
 // b_l[j] + Σ_t W_val[l][j][t] · Y_l[r][W_idx[l][j][t]], written by one owner and no atomics.
-// Indices travel as exact integers in the fp32 storage (N < 2^24). A repeated index within a
+// W_idx is an int32 tensor (TensorSpec::storage). A repeated index within a
 // neuron's list is two connections (their weights add): the generator never makes one, the
 // reference and the kernels sum them.
 //
-// The generator (condition_inputs; seeded, exact in fp32), modelled on the challenge's
+// The generator (condition_inputs; seeded), modelled on the challenge's
 // RadiX-Net layers: layer l is a permuted circulant. K distinct offsets D_l drawn from [0, N)
 // and a permutation π_l of the neurons; input neuron i feeds outputs π_l((i + d) mod N), d in
 // D_l. Every row and every column has exactly K nonzeros (a circulant has, and permuting
@@ -77,7 +77,7 @@ class Spdnn final : public Problem {
   std::string description() const override {
     return "sparse DNN inference (GraphChallenge): Y0 (B,N) inputs; per layer l < L, Y = min(max(Y W_l + b_l, 0), 32) "
            "with W_l (N,N) K nonzeros per row and column, pulled: W_idx, W_val (L,N,K) = each output neuron's inputs "
-           "(indices exact in fp32), bias (L,N); outputs Y (B,N) and cat (B) = 1 where the row has a nonzero";
+           "(W_idx int32), bias (L,N); outputs Y (B,N) and cat (B) = 1 where the row has a nonzero";
   }
   std::vector<std::string> size_names() const override { return {"B", "N", "K", "L"}; }
   // The challenge's smallest layer size (1024 neurons, 32 connections), few enough layers and
@@ -85,15 +85,15 @@ class Spdnn final : public Problem {
   Sizes default_sizes() const override { return {{"B", 256}, {"N", 1024}, {"K", 32}, {"L", 8}}; }
   std::vector<DType> dtypes() const override { return {DType::fp32}; }
   std::vector<TensorSpec> tensors() const override {
-    return {{"Y0", Role::in}, {"W_idx", Role::in}, {"W_val", Role::in}, {"bias", Role::in},
+    return {{"Y0", Role::in}, {"W_idx", Role::in, DType::int32}, {"W_val", Role::in}, {"bias", Role::in},
             {"Y", Role::out}, {"cat", Role::out}};
   }
   std::vector<std::string> scalar_names() const override { return {}; }
   Scalars scalars_for_trial(int) const override { return {}; }
   void check_sizes(const Sizes& s) const override {
     for (const auto& n : size_names())
-      if (s.at(n) < 1 || s.at(n) >= (1LL << 24))
-        throw UsageError("size " + n + "=" + std::to_string(s.at(n)) + " must be in [1, 2^24) (indices travel exactly in fp32)");
+      if (s.at(n) < 1 || s.at(n) >= (1LL << 31))
+        throw UsageError("size " + n + "=" + std::to_string(s.at(n)) + " must be in [1, 2^31) (indices and offsets are int32)");
     if (s.at("K") > s.at("N"))
       throw UsageError("size K=" + std::to_string(s.at("K")) + " must be at most N=" + std::to_string(s.at("N")) +
                        " (K nonzeros per row of an N x N layer)");

@@ -7,7 +7,7 @@
 // element of C has one writer, summed in the row's order (deterministic).
 //
 // Parameters (#defines): WX work-items along columns, CPT columns per work-item, WY rows.
-__kernel void spmm(__global const float* row_ptr, __global const float* col_idx,
+__kernel void spmm(__global const int* row_ptr, __global const int* col_idx,
                    __global const float* values, __global const float* B, __global float* C,
                    int M, int K, int N, int NNZ, float pattern) {
   const int r = get_group_id(1) * WY + get_local_id(1);

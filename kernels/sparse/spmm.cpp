@@ -44,7 +44,7 @@
 
 #include "kernels/common/spmm_rows.hpp"  // CW, first_row_at, spmm_rows: this kernel's code
 
-static void spmm_block(const kf_ctx& ctx, const float* row_ptr, const float* col_idx, const float* values,
+static void spmm_block(const kf_ctx& ctx, const int* row_ptr, const int* col_idx, const float* values,
                        const float* B, float* C, int M, int K, int N, int NNZ, float pattern) {
   (void)NNZ, (void)pattern;
   const int n0 = (int)ctx.block_idx.x * BN, nc = N - n0 < BN ? N - n0 : BN;

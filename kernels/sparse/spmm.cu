@@ -4,7 +4,7 @@
 //
 // Parameters (#defines): WX threads along columns, CPT columns per thread, WY rows per block.
 extern "C" __global__ void __launch_bounds__(WX * WY)
-spmm(const float* __restrict__ row_ptr, const float* __restrict__ col_idx,
+spmm(const int* __restrict__ row_ptr, const int* __restrict__ col_idx,
      const float* __restrict__ values, const float* __restrict__ B, float* __restrict__ C, int M,
      int K, int N, int NNZ, float pattern) {
   const int r = blockIdx.y * WY + threadIdx.y;

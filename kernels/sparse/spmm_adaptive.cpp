@@ -27,7 +27,7 @@
 
 // The dense path: the tile's rows into a zeroed K x RT tile (k-major: the RT values one k
 // broadcasts share a cache line), then C = tile^T * B over the strip.
-static void dense_rows(const float* row_ptr, const float* col_idx, const float* values, const float* B, float* C,
+static void dense_rows(const int* row_ptr, const int* col_idx, const float* values, const float* B, float* C,
                        int K, int N, int r0, int r1, int n0, int nc) {
   thread_local std::vector<float> tile;
   tile.assign((size_t)RT * K, 0.0f);
@@ -58,7 +58,7 @@ static void dense_rows(const float* row_ptr, const float* col_idx, const float* 
     }
 }
 
-static void spmm_adaptive_block(const kf_ctx& ctx, const float* row_ptr, const float* col_idx, const float* values,
+static void spmm_adaptive_block(const kf_ctx& ctx, const int* row_ptr, const int* col_idx, const float* values,
                                 const float* B, float* C, int M, int K, int N, int NNZ, float pattern) {
   (void)NNZ, (void)pattern;
   const int n0 = (int)ctx.block_idx.x * BN, nc = N - n0 < BN ? N - n0 : BN;

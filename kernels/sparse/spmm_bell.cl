@@ -27,7 +27,7 @@
 
 // Rows i0 .. i0 + rr - 1 of block row (r0 / BS) for the work-item's columns; rr <= RB (== RB:
 // the guards fold).
-static inline void bell_rows(__global const float* slots, __global const float* tiles, __global const float* B,
+static inline void bell_rows(__global const int* slots, __global const float* tiles, __global const float* B,
                              __global float* C, int K, int N, int EC, int bs, int i0, int rr, int r0, int nr,
                              int n0) {
   float acc[RB][CPT];
@@ -61,13 +61,13 @@ static inline void bell_rows(__global const float* slots, __global const float* 
       }
 }
 
-__kernel void spmm_bell(__global const float* block_col, __global const float* values, __global const float* B,
+__kernel void spmm_bell(__global const int* block_col, __global const float* values, __global const float* B,
                         __global float* C, int M, int K, int N, int NNZ, int BS, int EC, float pattern) {
   const int br = get_group_id(1) * WY + get_local_id(1);
   if (br * BS >= M) return;
   const int n0 = get_group_id(0) * (WX * CPT) + get_local_id(0);
   const int r0 = br * BS, nr = min(BS, M - r0);
-  __global const float* slots = block_col + (long)br * EC;
+  __global const int* slots = block_col + (long)br * EC;
   __global const float* tiles = values + (long)br * EC * BS * BS;
   for (int i0 = 0; i0 < nr; i0 += RB) {  // chunks past M are skipped: their rows are not stored
     if (i0 + RB <= BS) bell_rows(slots, tiles, B, C, K, N, EC, BS, i0, RB, r0, nr, n0);

@@ -19,7 +19,7 @@
 
 // TB: the accumulator rows compiled in; EXACT: bs == TB (the row loops' bounds constants).
 template <int TB, bool EXACT>
-static void bell_tiles(const float* slots, const float* tiles, const float* B, float* C, int K, int N, int EC, int bs,
+static void bell_tiles(const int* slots, const float* tiles, const float* B, float* C, int K, int N, int EC, int bs,
                        int r0, int nr, int n0, int nc) {
   const int rows = EXACT ? TB : bs, area = rows * rows;
   int j = 0;
@@ -56,12 +56,12 @@ static void bell_tiles(const float* slots, const float* tiles, const float* B, f
     }
 }
 
-static void spmm_bell_block(const kf_ctx& ctx, const float* block_col, const float* values, const float* B, float* C,
+static void spmm_bell_block(const kf_ctx& ctx, const int* block_col, const float* values, const float* B, float* C,
                             int M, int K, int N, int NNZ, int BS, int EC, float pattern) {
   (void)NNZ, (void)pattern;
   const int n0 = (int)ctx.block_idx.x * BN, nc = N - n0 < BN ? N - n0 : BN;
   const int br = (int)ctx.block_idx.y, r0 = br * BS, nr = M - r0 < BS ? M - r0 : BS;
-  const float* slots = block_col + (long long)br * EC;
+  const int* slots = block_col + (long long)br * EC;
   const float* tiles = values + (long long)br * EC * BS * BS;
   switch (BS) {
     case 1: return bell_tiles<1, true>(slots, tiles, B, C, K, N, EC, BS, r0, nr, n0, nc);

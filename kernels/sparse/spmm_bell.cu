@@ -16,7 +16,7 @@
 // is not a multiple of RB (or below it) bounded by a warp-uniform branch. Parameters
 // (#defines): WX threads along columns, CPT columns per thread, WY block rows per block, RB rows
 // per register tile.
-__device__ __forceinline__ void bell_rows(const float* __restrict__ slots, const float* __restrict__ tiles,
+__device__ __forceinline__ void bell_rows(const int* __restrict__ slots, const float* __restrict__ tiles,
                                           const float* __restrict__ B, float* __restrict__ C, int K, int N,
                                           int EC, int bs, int i0, int rr, int r0, int nr, int n0) {
   float acc[RB][CPT];
@@ -58,13 +58,13 @@ __device__ __forceinline__ void bell_rows(const float* __restrict__ slots, const
 }
 
 extern "C" __global__ void __launch_bounds__(WX * WY)
-spmm_bell(const float* __restrict__ block_col, const float* __restrict__ values, const float* __restrict__ B,
+spmm_bell(const int* __restrict__ block_col, const float* __restrict__ values, const float* __restrict__ B,
           float* __restrict__ C, int M, int K, int N, int NNZ, int BS, int EC, float pattern) {
   const int br = blockIdx.y * WY + threadIdx.y;
   if (br * BS >= M) return;
   const int n0 = blockIdx.x * (WX * CPT) + threadIdx.x;
   const int r0 = br * BS, nr = min(BS, M - r0);
-  const float* slots = block_col + (long long)br * EC;
+  const int* slots = block_col + (long long)br * EC;
   const float* tiles = values + (long long)br * EC * BS * BS;
   for (int i0 = 0; i0 < nr; i0 += RB) {  // chunks past M are skipped: their rows are not stored
     if (i0 + RB <= BS) bell_rows(slots, tiles, B, C, K, N, EC, BS, i0, RB, r0, nr, n0);

@@ -50,7 +50,7 @@ class SpmmBell final : public Problem {
   }
   std::vector<DType> dtypes() const override { return {DType::fp32}; }
   std::vector<TensorSpec> tensors() const override {
-    return {{"block_col", Role::in}, {"values", Role::in}, {"B", Role::in}, {"C", Role::out}};
+    return {{"block_col", Role::in, DType::int32}, {"values", Role::in}, {"B", Role::in}, {"C", Role::out}};
   }
   std::vector<std::string> scalar_names() const override { return {"pattern"}; }
   Scalars scalars_for_trial(int trial) const override {
@@ -75,9 +75,9 @@ class SpmmBell final : public Problem {
   }
   void check_sizes(const Sizes& s) const override {
     for (const auto& n : size_names())
-      if (s.at(n) < 1 || s.at(n) >= (1LL << 24))
+      if (s.at(n) < 1 || s.at(n) >= (1LL << 31))
         throw UsageError("size " + n + "=" + std::to_string(s.at(n)) +
-                         " must be in [1, 2^24) (indices travel exactly in fp32)");
+                         " must be in [1, 2^31) (indices and offsets are int32)");
     if (s.at("BS") > kMaxBlock)
       throw UsageError("size BS=" + std::to_string(s.at("BS")) + " must be at most " + std::to_string(kMaxBlock) +
                        " (the tile sizes spmm_bell kernels compile in); use BS=4 or 8");

@@ -8,8 +8,8 @@
 // fewer searches.
 //
 // Parameters (#defines): WG work-items per group, RPT rows per work-item.
-__kernel void spmspv(__global const float* col_ptr, __global const float* row_idx, __global const float* values,
-                     __global const float* x_idx, __global const float* x_val, __global float* y,
+__kernel void spmspv(__global const int* col_ptr, __global const int* row_idx, __global const float* values,
+                     __global const int* x_idx, __global const float* x_val, __global float* y,
                      __global float* y_mask, int M, int K, int NNZ, int XNNZ, float pattern) {
   const int r0 = get_global_id(0) * RPT;
   if (r0 >= M) return;

@@ -8,28 +8,27 @@
 // A block costs its rows plus XNNZ binary searches, so RBLOCKS stays near the thread count.
 //
 // Parameters (#defines): RBLOCKS row blocks.
-static void spmspv_block(const kf_ctx& ctx, const float* col_ptr, const float* row_idx, const float* values,
-                         const float* x_idx, const float* x_val, float* y, float* y_mask, int M, int K, int NNZ,
+static void spmspv_block(const kf_ctx& ctx, const int* col_ptr, const int* row_idx, const float* values,
+                         const int* x_idx, const float* x_val, float* y, float* y_mask, int M, int K, int NNZ,
                          int XNNZ, float pattern) {
   (void)K, (void)NNZ, (void)pattern;
   const long long nb = ctx.grid_dim.x, b = ctx.block_idx.x;
   const int r0 = (int)(M * b / nb), r1 = (int)(M * (b + 1) / nb);
   for (int r = r0; r < r1; ++r) y[r] = 0.0f, y_mask[r] = 0.0f;
-  const float first = (float)r0, end = (float)r1;  // exact: indices are below 2^24
   for (int q = 0; q < XNNZ; ++q) {
     const int j = (int)x_idx[q];
     const float xv = x_val[q];
     int lo = (int)col_ptr[j];
     const int hi = (int)col_ptr[j + 1];
-    if (lo < hi && row_idx[lo] < first) {  // the first entry at or past r0
+    if (lo < hi && row_idx[lo] < r0) {  // the first entry at or past r0
       int top = hi;
       while (lo < top) {
         const int mid = (lo + top) / 2;
-        if (row_idx[mid] < first) lo = mid + 1;
+        if (row_idx[mid] < r0) lo = mid + 1;
         else top = mid;
       }
     }
-    for (int p = lo; p < hi && row_idx[p] < end; ++p) {
+    for (int p = lo; p < hi && row_idx[p] < r1; ++p) {
       const int r = (int)row_idx[p];
       y[r] += values[p] * xv;
       y_mask[r] = 1.0f;

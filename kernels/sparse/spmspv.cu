@@ -5,8 +5,8 @@
 //
 // Parameters (#defines): WG threads per block, RPT rows per thread.
 extern "C" __global__ void __launch_bounds__(WG)
-spmspv(const float* __restrict__ col_ptr, const float* __restrict__ row_idx, const float* __restrict__ values,
-       const float* __restrict__ x_idx, const float* __restrict__ x_val, float* __restrict__ y,
+spmspv(const int* __restrict__ col_ptr, const int* __restrict__ row_idx, const float* __restrict__ values,
+       const int* __restrict__ x_idx, const float* __restrict__ x_val, float* __restrict__ y,
        float* __restrict__ y_mask, int M, int K, int NNZ, int XNNZ, float pattern) {
   const int r0 = (blockIdx.x * WG + threadIdx.x) * RPT;
   if (r0 >= M) return;

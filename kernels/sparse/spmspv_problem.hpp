@@ -32,14 +32,14 @@ class Spmspv final : public SparseProblem {
   std::string name() const override { return "spmspv"; }
   std::string description() const override {
     return "y = A x, A sparse (M,K) in CSC (col_ptr, row_idx, values; NNZ entries), x sparse (x_idx ascending, "
-           "x_val; XNNZ entries), indices exact in fp32; y (M) dense values and y_mask (M) 1 where row r meets "
+           "x_val; XNNZ entries), indices int32; y (M) dense values and y_mask (M) 1 where row r meets "
            "a column of x, else 0 (y 0 there); scalar pattern picks A's generator";
   }
   std::vector<std::string> size_names() const override { return {"M", "K", "NNZ", "XNNZ"}; }
   // 90% sparse, x 1% dense.
   Sizes default_sizes() const override { return {{"M", 1024}, {"K", 1024}, {"NNZ", 104858}, {"XNNZ", 10}}; }
   std::vector<TensorSpec> tensors() const override {
-    return {{"col_ptr", Role::in}, {"row_idx", Role::in}, {"values", Role::in}, {"x_idx", Role::in},
+    return {{"col_ptr", Role::in, DType::int32}, {"row_idx", Role::in, DType::int32}, {"values", Role::in}, {"x_idx", Role::in, DType::int32},
             {"x_val", Role::in},   {"y", Role::out},      {"y_mask", Role::out}};
   }
   std::int64_t tensor_elements(std::size_t t, const Sizes& s) const override {

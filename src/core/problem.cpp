@@ -48,10 +48,11 @@ void Problem::check_scalars(const Scalars& s) const {
 
 double Problem::bytes_written(const Instance& inst) const {
   const std::vector<TensorSpec> specs = tensors();
-  double elements = 0;
+  double bytes = 0;
   for (std::size_t t = 0; t < specs.size() && t < inst.tensors.size(); ++t)
-    if (is_output(specs[t].role)) elements += static_cast<double>(inst.tensors[t].size());
-  return elements * static_cast<double>(dtype_size(inst.dtype));
+    if (is_output(specs[t].role))
+      bytes += static_cast<double>(inst.tensors[t].size()) * static_cast<double>(dtype_size(storage_dtype(specs[t], inst.dtype)));
+  return bytes;
 }
 
 void Problem::check_sizes(const Sizes& s) const {
@@ -68,7 +69,7 @@ double Problem::fuzz_work(const Sizes& s) const {
 void Problem::perturb(Instance& inst, std::size_t t, std::size_t i) const {
   auto& v = inst.tensors[t];
   std::vector<double> moved{v[i] + (v[i] >= 0 ? -1 : 1) * (2 + 2 * std::fabs(v[i]))};
-  round_to(inst.dtype, moved);
+  round_to(storage_dtype(tensors().at(t), inst.dtype), moved);
   v[i] = moved[0];
 }
 
@@ -88,7 +89,7 @@ Instance Problem::make_instance(const Sizes& s, DType t, Distribution dist, std:
     std::vector<double> v(static_cast<std::size_t>(tensor_elements(i, s)));
     // fp16: products stay below 2^12 and above its normal range's floor 2^-14.
     fill_random(v, dist, seed, 1000 * static_cast<std::uint64_t>(trial) + i, t == DType::fp16 ? 6 : 20);
-    round_to(t, v);
+    round_to(storage_dtype(specs[i], t), v);
     inst.tensors.push_back(std::move(v));
   }
   condition_inputs(inst, seed, trial);
@@ -96,10 +97,11 @@ Instance Problem::make_instance(const Sizes& s, DType t, Distribution dist, std:
 }
 
 std::string Problem::signature(Lang lang) const {
-  std::string elem = "T";
   std::string sig = "(";
   for (const auto& t : tensors()) {
     const std::string cnst = t.role == Role::in ? "const " : "";
+    // "T" is the dtype's storage type; a tensor of a fixed (integer) type has its C type.
+    const std::string elem = !t.storage ? "T" : *t.storage == DType::int32 ? "int" : "signed char";
     if (lang == Lang::opencl) sig += "__global " + cnst + elem + "* " + t.name + ", ";
     else sig += cnst + elem + "* " + t.name + ", ";
   }

@@ -31,24 +31,24 @@ void KernelRunner::refill(const Instance& inst, bool poison_inout) {
 void KernelRunner::fill(const Instance& inst, bool poison_inout, bool same_buffers) {
   dtype_ = inst.dtype;
   const auto specs = problem_.tensors();
-  const std::size_t esize = dtype_size(inst.dtype);
   // The old buffers stay alive until the new ones exist, so no address repeats: a kernel
   // cannot recognise a trial by its pointers (unless the very same buffers are asked for).
   std::vector<Tensor> fresh;
   for (std::size_t t = 0; t < specs.size(); ++t) {
     Tensor x;
     x.spec = specs[t];
+    x.dtype = storage_dtype(specs[t], inst.dtype);
     x.elements = elements(specs, t, inst);
-    const std::size_t bytes = x.elements * esize;
+    const std::size_t bytes = x.elements * x.esize();
     // Guard bands hold a NaN pattern, so a value read out of bounds poisons what it touches.
     x.image.resize(bytes + 2 * kGuardBytes);
-    fill_guard(inst.dtype, x.image.data(), kGuardBytes);
-    fill_guard(inst.dtype, x.image.data() + kGuardBytes + bytes, kGuardBytes);
+    fill_guard(x.dtype, x.image.data(), kGuardBytes);
+    fill_guard(x.dtype, x.image.data() + kGuardBytes + bytes, kGuardBytes);
     unsigned char* body = x.image.data() + kGuardBytes;
     const bool poison = specs[t].role == Role::out || specs[t].role == Role::scratch ||
                         (specs[t].role == Role::inout && poison_inout);
-    if (poison) fill_poison(inst.dtype, body, bytes);
-    else encode(inst.dtype, inst.tensors[t], body);
+    if (poison) fill_poison(x.dtype, body, bytes);
+    else encode(x.dtype, inst.tensors[t], body);
     x.buffer = same_buffers ? std::move(tensors_[t].buffer) : backend_.alloc(x.image.size());
     backend_.write(*x.buffer, x.image.data(), x.image.size());
     fresh.push_back(std::move(x));
@@ -98,11 +98,12 @@ constexpr std::size_t kUnwrittenFrom = std::size_t{1} << 30;
 void KernelRunner::load_wide(const Instance& live, const Sizes& wide, bool poison_inout, bool fold) {
   dtype_ = live.dtype;
   const auto specs = problem_.tensors();
-  const std::size_t esize = dtype_size(live.dtype);
   std::vector<Tensor> fresh;
   for (std::size_t t = 0; t < specs.size(); ++t) {
     Tensor x;
     x.spec = specs[t];
+    x.dtype = storage_dtype(specs[t], live.dtype);
+    const std::size_t esize = x.esize();
     x.elements = static_cast<std::size_t>(problem_.tensor_elements(t, wide));
     const std::size_t n_live = specs[t].role == Role::scratch ? 0 : live.tensors[t].size();
     if (x.elements < n_live) throw std::logic_error("KernelRunner::load_wide: a tensor shrank at the wide sizes");
@@ -118,11 +119,11 @@ void KernelRunner::load_wide(const Instance& live, const Sizes& wide, bool poiso
     if (sampled && !fold) x.samples = sample_windows(x.zero_prefix, std::max<std::size_t>(n_live, 1), live);
     const std::size_t bytes = x.elements * esize, shown = (x.elements - x.zero_prefix) * esize;
     x.image.assign(shown + 2 * kGuardBytes, 0);  // outputs are small: written whole, zeros first
-    fill_guard(live.dtype, x.image.data(), kGuardBytes);
-    fill_guard(live.dtype, x.image.data() + kGuardBytes + shown, kGuardBytes);
+    fill_guard(x.dtype, x.image.data(), kGuardBytes);
+    fill_guard(x.dtype, x.image.data() + kGuardBytes + shown, kGuardBytes);
     unsigned char* body = x.image.data() + kGuardBytes;
-    if (poison) fill_poison(live.dtype, body, shown);
-    else encode(live.dtype, live.tensors[t], body + shown - n_live * esize);
+    if (poison) fill_poison(x.dtype, body, shown);
+    else encode(x.dtype, live.tensors[t], body + shown - n_live * esize);
     x.buffer = backend_.alloc(bytes + 2 * kGuardBytes);  // may throw std::bad_alloc: the check is skipped
     if (sampled && fold) {
       // The period: whole live parts (whole rows, so every folded row's elements sit in their
@@ -141,7 +142,7 @@ void KernelRunner::load_wide(const Instance& live, const Sizes& wide, bool poiso
         std::vector<unsigned char> poison_bytes;
         for (const auto& [first, count] : x.samples) {
           poison_bytes.resize(count * esize);
-          fill_poison(live.dtype, poison_bytes.data(), poison_bytes.size());
+          fill_poison(x.dtype, poison_bytes.data(), poison_bytes.size());
           backend_.write_region(*x.buffer, kGuardBytes + first * esize, poison_bytes.data(), poison_bytes.size());
         }
       }
@@ -155,10 +156,9 @@ void KernelRunner::load_wide(const Instance& live, const Sizes& wide, bool poiso
 }
 
 void KernelRunner::bind_args(const Sizes& sizes, const Scalars& scalars) {
-  const std::size_t esize = dtype_size(dtype_);
   args_.clear();
   for (auto& x : tensors_)
-    args_.push_back(Arg::buf(*x.buffer, kGuardBytes, std::max<std::size_t>(x.elements * esize, 1)));
+    args_.push_back(Arg::buf(*x.buffer, kGuardBytes, std::max<std::size_t>(x.elements * x.esize(), 1)));
   for (const auto& name : problem_.size_names())
     args_.push_back(Arg::i(static_cast<std::int32_t>(sizes.at(name))));
   for (const auto& name : problem_.scalar_names())
@@ -209,7 +209,7 @@ const std::vector<unsigned char>& KernelRunner::read_back(const Tensor& x) {
   readback_.resize(x.image.size() + 8);
   if (x.zero_prefix > 0) {  // the guard, then the live part and the guard: the image's layout
     backend_.read_region(*x.buffer, 0, readback_.data(), kGuardBytes);
-    backend_.read_region(*x.buffer, kGuardBytes + x.zero_prefix * dtype_size(dtype_), readback_.data() + kGuardBytes,
+    backend_.read_region(*x.buffer, kGuardBytes + x.zero_prefix * x.esize(), readback_.data() + kGuardBytes,
                          x.image.size() - kGuardBytes);
   } else {
     backend_.read(*x.buffer, readback_.data(), x.image.size());
@@ -221,8 +221,8 @@ const std::vector<unsigned char>& KernelRunner::read_back(const Tensor& x) {
 KernelOutput KernelRunner::outputs() {
   KernelOutput out;
   out.fp_environment = backend_.launch_fp_environment_change();
-  const std::size_t esize = dtype_size(dtype_);
   for (const auto& x : tensors_) {
+    const std::size_t esize = x.esize();
     const auto& now = read_back(x);
     const std::size_t body = (x.elements - x.zero_prefix) * esize, end = kGuardBytes + body;
     // Guard bands: report the farthest damaged byte on each side.
@@ -253,15 +253,15 @@ KernelOutput KernelRunner::outputs() {
     parallel_for(static_cast<std::int64_t>((shown + 63) / 64), [&](std::int64_t b, std::int64_t e) {
       const std::size_t stop = std::min(shown, static_cast<std::size_t>(e) * 64);
       for (std::size_t i = static_cast<std::size_t>(b) * 64; i < stop; ++i)
-        poisoned[i] = is_untouched(dtype_, first + i * esize);
+        poisoned[i] = is_untouched(x.dtype, first + i * esize);
     }, 1 << 10);
     std::vector<double> v(x.elements - x.zero_prefix);
-    decode(dtype_, first, v);
+    decode(x.dtype, first, v);
     // Where each written NaN came from (a NaN result is rare: this pass costs one compare each).
     KernelOutput::NaNTrace trace;
     for (std::size_t i = 0; i < shown; ++i) {
       if (!std::isnan(v[i]) || poisoned[i]) continue;
-      const NaNOrigin o = nan_origin(dtype_, first + i * esize);
+      const NaNOrigin o = nan_origin(x.dtype, first + i * esize);
       const auto at = static_cast<std::int64_t>(x.zero_prefix + i);
       if (o == NaNOrigin::poison && trace.from_poison++ == 0) trace.first_from_poison = at;
       if (o == NaNOrigin::guard && trace.from_guard++ == 0) trace.first_from_guard = at;
@@ -275,12 +275,12 @@ KernelOutput KernelRunner::outputs() {
         bytes.resize(count * esize);
         backend_.read_region(*x.buffer, kGuardBytes + at * esize, bytes.data(), bytes.size());
         std::vector<double> w(count);
-        decode(dtype_, bytes.data(), w);
+        decode(x.dtype, bytes.data(), w);
         for (std::size_t i = 0; i < count; ++i) {
           const unsigned char* e = bytes.data() + i * esize;
-          const bool untouched = is_untouched(dtype_, e);
+          const bool untouched = is_untouched(x.dtype, e);
           if (std::isnan(w[i]) && !untouched) {
-            const NaNOrigin o = nan_origin(dtype_, e);
+            const NaNOrigin o = nan_origin(x.dtype, e);
             const auto f = static_cast<std::int64_t>(at + i);
             if (o == NaNOrigin::poison && trace.from_poison++ == 0) trace.first_from_poison = f;
             if (o == NaNOrigin::guard && trace.from_guard++ == 0) trace.first_from_guard = f;

@@ -69,6 +69,8 @@ class KernelRunner {
     std::vector<std::pair<std::size_t, std::size_t>> samples;
     bool folded = false;  // the same, folded (load_wide's `fold`): no samples, the live rows only
     TensorSpec spec;
+    DType dtype = DType::fp32;  // its storage: the instance's dtype, or the spec's own
+    [[nodiscard]] std::size_t esize() const { return dtype_size(dtype); }
   };
   void fill(const Instance& inst, bool poison_inout, bool same_buffers);
   // Tensor t's element count: the instance's, or the problem's at its sizes for a scratch one.
@@ -82,7 +84,7 @@ class KernelRunner {
   Module& module_;
   const Problem& problem_;
   LaunchGeometry geometry_;
-  DType dtype_ = DType::fp32;
+  DType dtype_ = DType::fp32;  // the instance's
   std::vector<Tensor> tensors_;
   std::vector<Arg> args_;
   std::vector<unsigned char> readback_;

@@ -87,7 +87,7 @@ Sizes FileProblem::default_sizes() const {
 
 std::vector<TensorSpec> FileProblem::tensors() const {
   std::vector<TensorSpec> out;
-  for (const auto& t : f_.tensors) out.push_back({t.name, t.role});
+  for (const auto& t : f_.tensors) out.push_back({t.name, t.role, t.type});
   return out;
 }
 
@@ -164,8 +164,9 @@ double FileProblem::bytes(const Sizes& s, DType t) const {
   double n = 0;  // a scratch tensor's traffic is the kernel's choice: not counted
   for (std::size_t i = 0; i < f_.tensors.size(); ++i)
     n += static_cast<double>(tensor_elements(i, s)) *
-         (f_.tensors[i].role == Role::inout ? 2 : f_.tensors[i].role == Role::scratch ? 0 : 1);
-  return n * static_cast<double>(dtype_size(t));
+         (f_.tensors[i].role == Role::inout ? 2 : f_.tensors[i].role == Role::scratch ? 0 : 1) *
+         static_cast<double>(dtype_size(f_.tensors[i].type.value_or(t)));
+  return n;
 }
 
 std::vector<std::string> FileProblem::kernel_specs() const { return f_.kernels; }

@@ -75,7 +75,7 @@ void FileProblem::condition_inputs(Instance& inst, std::uint64_t seed, int trial
                fmt::format("the input conditioning {} of problem {}", f_.condition->function, f_.name), buffers, a);
   }
   for (std::size_t t = 0; t < f_.tensors.size(); ++t)
-    if (is_input(f_.tensors[t].role)) round_to(inst.dtype, inst.tensors[t]);
+    if (is_input(f_.tensors[t].role)) round_to(f_.tensors[t].type.value_or(inst.dtype), inst.tensors[t]);
 }
 
 void FileProblem::perturb(Instance& inst, std::size_t t, std::size_t i) const {

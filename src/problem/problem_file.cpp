@@ -118,6 +118,12 @@ TensorDecl parse_tensor(const Parser& p, const Json& j, const std::string& field
   TensorDecl t;
   t.name = p.text(p.need(j, "name", field + "."), field + ".name");
   t.role = parse_role(p, p.need(j, "role", field + "."), field + ".role");
+  if (j.contains("type")) {
+    const std::string name = p.text(j.at("type"), field + ".type");
+    if (name != "int32" && name != "int8") p.fail(field + ".type", "'" + name + "' is not one of int32, int8");
+    if (t.role != Role::in) p.fail(field + ".type", "only an input (role in) can have a type of its own");
+    t.type = parse_dtype(name);
+  }
   const Json& shape = p.need(j, "shape", field + ".");
   if (!shape.is_array() || shape.empty()) p.fail(field + ".shape", "must be a list of size expressions");
   for (std::size_t d = 0; d < shape.size(); ++d)

@@ -29,6 +29,7 @@ enum class Condition { none, index, flag, probability, positive, sorted, sparse 
 struct TensorDecl {
   std::string name;
   Role role = Role::in;
+  std::optional<DType> type;  // `type`: an input of a fixed integer type (int32 indices), whatever the dtype
   std::vector<Expr> shape;
   Condition condition = Condition::none;
   std::optional<Expr> low, high;  // index: integers in [low, high)

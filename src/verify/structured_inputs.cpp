@@ -71,9 +71,10 @@ std::vector<Structure> structures_for(const Problem& p, const Sizes& s) {
 
 void apply_structure(const Problem& p, Structure st, Instance& inst, std::uint64_t seed) {
   const auto rows = p.structured_rows(inst.sizes);
+  const auto specs = p.tensors();
   std::vector<std::size_t> reshaped;
   for (std::size_t t = 0; t < rows.size() && t < inst.tensors.size(); ++t)
-    if (rows[t] >= 0) reshaped.push_back(t);
+    if (rows[t] >= 0 && !specs[t].storage) reshaped.push_back(t);  // integer tensors (indices) never
   if (reshaped.empty() || !is_float(inst.dtype)) return;
   // Near overflow: the exact sum of a reduction's products reaches max/4 when every scaled
   // tensor is at most (max / (4 L))^(1/n), L the longest sum a correct kernel forms and n the

@@ -93,8 +93,8 @@ double available_memory_bytes() {
 WideIndexBytes wide_index_bytes(const Problem& p, const Problem::WideIndexShape& w, DType t) {
   WideIndexBytes b;
   const auto specs = p.tensors();
-  const double esize = static_cast<double>(dtype_size(t));
   for (std::size_t i = 0; i < specs.size(); ++i) {
+    const double esize = static_cast<double>(dtype_size(storage_dtype(specs[i], t)));
     const double wide = static_cast<double>(p.tensor_elements(i, w.sizes)) * esize;
     const double live = static_cast<double>(p.tensor_elements(i, w.live)) * esize;
     b.address += wide;

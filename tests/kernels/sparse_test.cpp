@@ -226,6 +226,24 @@ void every_pattern(const std::string& problem, Backend& backend, const Case& c) 
   for (int pattern = 0; pattern < sparse::kPatternCount; ++pattern) expect_passes(problem, backend, c, pattern);
 }
 
+// Past 2^24 nonzeros (row pointers fp32 could not hold: it keeps only even integers there): the
+// pointers and indices travel as int32. Quick protocol at 8191 x 8193, 2^24 + 4098 nonzeros (25%).
+// A kernel that reads its row pointers through float, as every sparse kernel did before they were
+// int32, loses the odd ones and is rejected. (NNZ even, so no rounded pointer passes the end: the
+// guard band's int32 bytes read as an index would crash this in-process run.)
+TEST(SparseCpu, SpmmPassesPastTwoToTheTwentyFourNonzeros) {
+  auto backend = make_backend("cpu");
+  EvalRequest req = test::library_request("spmm", "cpu", {{"M", 8191}, {"K", 8193}, {"N", 3}, {"NNZ", (1 << 24) + 4098}});
+  req.verify.thorough = false;
+  req.scalars = req.verify.scalars = {{"pattern", 0}};
+  EXPECT_TRUE(evaluate(req, *backend).passed()) << "the library kernel";
+  req.params = {{"KP", 0}};  // the one-pass row code, where the bug is planted
+  test::plant(req, "const int p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];",
+              "const int p0 = (int)(float)row_ptr[r], p1 = (int)(float)row_ptr[r + 1];");
+  const EvalResult r = evaluate(req, *backend);
+  EXPECT_FALSE(r.passed()) << "row pointers read through float: " << test::describe(r);
+}
+
 TEST(SparseCpu, SpmmPassesEveryPatternAtOddShapes) {
   auto backend = make_backend("cpu");
   every_pattern("spmm", *backend, {37, 53, 45, 400, {{"BN", 32}, {"NV", 1}, {"VW", 8}, {"RBLOCKS", 5}}});
@@ -295,11 +313,13 @@ TEST(SparseCpu, SpmmTwoDimensionalTilesKeepRowsWhoseColumnsDescend) {
   auto module = backend->compile(k.source, k.entry, defines, k.source_path);
   std::vector<std::unique_ptr<Buffer>> bufs;
   std::vector<Arg> args;
-  for (std::size_t t = 0; t < 5; ++t) {
-    std::vector<float> host(static_cast<std::size_t>(p->tensor_elements(t, s)), -7.0f);  // C poisoned
-    if (t < 4) host.assign(in.tensors[t].begin(), in.tensors[t].end());
-    bufs.push_back(backend->alloc(host.size() * 4));
-    backend->write(*bufs.back(), host.data(), host.size() * 4);
+  for (std::size_t t = 0; t < 5; ++t) {  // row_ptr and col_idx int32, the rest fp32
+    std::vector<double> values(static_cast<std::size_t>(p->tensor_elements(t, s)), -7.0);  // C poisoned
+    if (t < 4) values = in.tensors[t];
+    std::vector<unsigned char> host(values.size() * 4);
+    encode(t < 2 ? DType::int32 : DType::fp32, values, host.data());
+    bufs.push_back(backend->alloc(host.size()));
+    backend->write(*bufs.back(), host.data(), host.size());
     args.push_back(Arg::buf(*bufs.back()));
   }
   for (const char* n : {"M", "K", "N", "NNZ"}) args.push_back(Arg::i(static_cast<std::int32_t>(s.at(n))));

@@ -339,7 +339,9 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"reference_not_found", "scale_reference.cpp", "nowhere.cpp", "nowhere.cpp"},
         Malformed{"bad_expression", "\"2 * N\"", "\"2 * (N\"", "flops"},
         Malformed{"library_name", "\"test.scale\"", "\"gemm\"", "library problem"},
-        Malformed{"no_output", "\"role\": \"out\"", "\"role\": \"in\"", "nothing to verify"}),
+        Malformed{"no_output", "\"role\": \"out\"", "\"role\": \"in\"", "nothing to verify"},
+        Malformed{"typed_output", "\"role\": \"out\",", "\"role\": \"out\", \"type\": \"int32\",", "only an input"},
+        Malformed{"unknown_type", "\"role\": \"in\",", "\"role\": \"in\", \"type\": \"int64\",", "int64"}),
     [](const auto& info) { return info.param.name; });
 
 TEST(ProblemFile, SizesBreakingAValidityRuleAreRefused) {
@@ -356,6 +358,58 @@ TEST(ProblemFile, BaselineIsTimedBesideTheKernel) {
   EXPECT_EQ(j.at("baseline").at("name"), "openblas_sgemm");
   EXPECT_GT(j.at("baseline").at("median_s").get<double>(), 0.0);
   EXPECT_GT(j.at("speedup_vs_baseline").get<double>(), 0.0);
+}
+
+// An input of a fixed integer type (`"type": "int32"`): a gather y[i] = x[idx[i]] from the last
+// 1000 elements of x, past 2^24, where fp32 holds only even integers. The signature says `const int* idx`; a kernel
+// that reads the indices through float (as every index did when tensors had one dtype) loses
+// odd ones and is rejected by the bound; the int32 kernel passes.
+const char* const kGather = R"J({
+  "name": "test.gather",
+  "description": "y[i] = x[idx[i]], idx int32",
+  "sizes": {"N": {"default": 1000, "min": 1}, "M": {"default": 100, "min": 1}},
+  "tensors": [{"name": "x", "role": "in", "shape": ["N"]},
+              {"name": "idx", "role": "in", "type": "int32", "shape": ["M"],
+               "condition": {"kind": "index", "low": "N - min(N, 1000)", "high": "N"}},
+              {"name": "y", "role": "out", "shape": ["M"]}],
+  "flops": "M",
+  "reduction_length": "1",
+  "reference": {"source": "gather_reference.cpp", "function": "gather_reference"},
+  "timeout_s": 60
+})J";
+const char* const kGatherReference = R"J(#include <cmath>
+#include <cstdint>
+void gather_reference(const double* x, const double* idx, double* y, double* y_mag, int64_t N, int64_t M) {
+  for (int64_t i = 0; i < M; ++i) { y[i] = x[static_cast<int64_t>(idx[i])]; y_mag[i] = std::fabs(y[i]); }
+}
+)J";
+
+TEST(ProblemFile, IntegerInputPassesIndicesBeyondFloat) {
+  const auto dir = scratch("gather");
+  write(dir / "gather.json", kGather);
+  write(dir / "gather_reference.cpp", kGatherReference);
+  write(dir / "int_idx.cpp", R"(static void body(const kf_ctx& ctx, const float* x, const int* idx, float* y, int N, int M) {
+  for (int i = 0; i < M; ++i) y[i] = x[idx[i]];
+}
+KF_KERNEL(gather, body)
+)");
+  write(dir / "float_idx.cpp", R"(static void body(const kf_ctx& ctx, const float* x, const int* idx, float* y, int N, int M) {
+  for (int i = 0; i < M; ++i) y[i] = x[(int)(float)idx[i]];  // BUG: an index past 2^24 rounds
+}
+KF_KERNEL(gather, body)
+)");
+  const std::string file = "'" + (dir / "gather.json").string() + "'";
+  const auto abi = test::kforge_cli("list --problem " + file + " --json");
+  ASSERT_EQ(abi.exit_code, 0) << abi.out << abi.err;
+  EXPECT_NE(abi.out.find("const int* idx"), std::string::npos) << abi.out;
+  const std::string sizes = " --size N=16777301,M=4099 --quick --json";
+  const auto good = test::kforge_cli("eval --problem " + file + " --source '" + (dir / "int_idx.cpp").string() +
+                                     "' --lang cpp --entry gather" + sizes);
+  ASSERT_EQ(good.exit_code, 0) << good.out << good.err;
+  EXPECT_EQ(test::parse_or_fail(good).at("disposition"), "passed") << good.out;
+  const auto bad = test::kforge_cli("eval --problem " + file + " --source '" + (dir / "float_idx.cpp").string() +
+                                    "' --lang cpp --entry gather" + sizes);
+  EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include <cmath>
 #include <vector>
 
-static void body(const kf_ctx& ctx, const float* row_ptr, const float* col_idx, const float* X, const float* Y,
+static void body(const kf_ctx& ctx, const int* row_ptr, const int* col_idx, const float* X, const float* Y,
                  const float* Z, float* out, int M, int K, int D, int N, int NNZ, float pattern, float op) {
   (void)M, (void)K, (void)NNZ, (void)pattern;
   const int r = (int)ctx.block_idx.x;

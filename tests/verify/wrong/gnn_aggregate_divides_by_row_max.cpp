@@ -10,7 +10,7 @@
 // Otherwise right: one block per node, GCN's normalized sum (kind 0) or the mean (kind 1).
 #include <cmath>
 
-static void body(const kf_ctx& ctx, const float* row_ptr, const float* col_idx, const float* H, float* out, int M,
+static void body(const kf_ctx& ctx, const int* row_ptr, const int* col_idx, const float* H, float* out, int M,
                  int N, int NNZ, float pattern, float kind) {
   (void)M, (void)NNZ, (void)pattern;
   const bool gcn = kind == 0.0f;

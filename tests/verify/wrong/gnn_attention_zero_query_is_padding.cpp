@@ -13,7 +13,7 @@
 #include <cmath>
 #include <vector>
 
-static void body(const kf_ctx& ctx, const float* row_ptr, const float* col_idx, const float* Q, const float* K,
+static void body(const kf_ctx& ctx, const int* row_ptr, const int* col_idx, const float* Q, const float* K,
                  const float* V, float* out, int M, int D, int N, int NNZ, float pattern, float scale) {
   (void)M, (void)NNZ, (void)pattern;
   const int r = (int)ctx.block_idx.x, p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];

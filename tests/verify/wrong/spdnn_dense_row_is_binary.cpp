@@ -11,7 +11,7 @@
 // Otherwise right: one block per input row, every layer in double, ReLU and the clip at 32.
 #include <vector>
 
-static void body(const kf_ctx& ctx, const float* Y0, const float* W_idx, const float* W_val, const float* bias,
+static void body(const kf_ctx& ctx, const float* Y0, const int* W_idx, const float* W_val, const float* bias,
                  float* Y, float* cat, int B, int N, int K, int L) {
   (void)B;
   const int r = (int)ctx.block_idx.x;

@@ -12,7 +12,7 @@
 //     --size M=61,K=53,N=19,NNZ=700,BS=4,EC=14 --thorough --json
 // Otherwise right: one block per block row, every slot's tile up to the first padding slot,
 // each row's columns accumulated in float.
-static void body(const kf_ctx& ctx, const float* block_col, const float* values, const float* B, float* C, int M,
+static void body(const kf_ctx& ctx, const int* block_col, const float* values, const float* B, float* C, int M,
                  int K, int N, int NNZ, int BS, int EC, float pattern) {
   (void)NNZ, (void)pattern;
   const float up = 65536.0f, down = 1.0f / 65536.0f;

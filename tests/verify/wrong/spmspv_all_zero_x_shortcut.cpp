@@ -14,8 +14,8 @@
 // Otherwise right: one block walks x's columns and scatters A[r, j] * x[j] into y, in double.
 #include <vector>
 
-static void body(const kf_ctx& ctx, const float* col_ptr, const float* row_idx, const float* values,
-                 const float* x_idx, const float* x_val, float* y, float* y_mask, int M, int K, int NNZ, int XNNZ,
+static void body(const kf_ctx& ctx, const int* col_ptr, const int* row_idx, const float* values,
+                 const int* x_idx, const float* x_val, float* y, float* y_mask, int M, int K, int NNZ, int XNNZ,
                  float pattern) {
   (void)ctx, (void)K, (void)NNZ, (void)pattern;
   bool all_zero = true;
