@@ -65,8 +65,8 @@
 // its first column; those sums are not kept, but with D a whole number of vectors and op 0 the
 // group is stored whole: w needs room up to n rounded up to 8). n <= CH from the chunked paths
 // (w: CH floats on the stack), a whole row from the staged path (w: scratch, see there).
-__attribute__((always_inline)) static inline void dots(const float* x, const float* col, int n, const float* Y,
-                                                       int D, const float* pcol, int pn, bool sigmoid, float* w) {
+__attribute__((always_inline)) static inline void dots(const float* x, const int* col, int n, const float* Y,
+                                                       int D, const int* pcol, int pn, bool sigmoid, float* w) {
   (void)pcol, (void)pn;
   for (int g = 0; g < n; g += 8) {
     const float* y[8];
@@ -97,7 +97,7 @@ __attribute__((always_inline)) static inline void dots(const float* x, const flo
 // W vectors of the output row at o (columns j of zcol = Z + j) over the chunk: stores when
 // `first`, else loads, adds and stores.
 template <int W>
-static inline void update_tile(float* o, const float* w, const float* col, int n, const float* zcol, long long N,
+static inline void update_tile(float* o, const float* w, const int* col, int n, const float* zcol, long long N,
                                bool first, bool same) {
   (void)same;
   kf_vf acc[W];
@@ -120,7 +120,7 @@ static inline void update_tile(float* o, const float* w, const float* col, int n
 
 // Inlined at each call (the chunked rows, the 2-D tiles): called out of line once it had two
 // callers, it cost the chunked path 5-8% at 1024 x 32 (Z = Y, loaded host).
-__attribute__((always_inline)) static inline void update(float* out, const float* w, const float* col, int n,
+__attribute__((always_inline)) static inline void update(float* out, const float* w, const int* col, int n,
                                                          const float* Z, int N, bool first, bool same) {
   int j = 0;
   for (; j + CW <= N; j += CW) update_tile<NV>(out + j, w, col, n, Z + j, N, first, same);

@@ -15,7 +15,7 @@
 #include "kernels/common/dot8.hpp"             // dot8: 8 dot products, one shuffle-tree sum
 
 // o[0:n] = a · B[col[i]] for the n <= 8 nonzeros at col.
-static inline void dots(const float* a, const float* col, int n, const float* B, int D, float* o) {
+static inline void dots(const float* a, const int* col, int n, const float* B, int D, float* o) {
   const float* y[8];
   for (int i = 0; i < 8; ++i) y[i] = B + (long long)(int)col[i < n ? i : 0] * D;
   const dot8_sums sums = dot8(a, y, D);

@@ -78,6 +78,7 @@ nlohmann::json task_message(const AgentOptions& o, const Problem& p, const Basel
     const auto& ts = specs[t];
     tensors.push_back({{"name", ts.name}, {"role", role_name(ts.role)},
                        {"elements", p.tensor_elements(t, o.sizes)}});
+    if (ts.storage) tensors.back()["type"] = dtype_name(*ts.storage);  // int32 indices, whatever the dtype
   }
   nlohmann::json dtypes = nlohmann::json::array();
   for (DType d : p.dtypes()) dtypes.push_back(dtype_name(d));

@@ -108,10 +108,12 @@ ToolResult describe_problem(const ToolCall& c) {
   }
   const auto specs = p->tensors();
   json tensors = json::array();
-  for (std::size_t i = 0; i < specs.size(); ++i)
+  for (std::size_t i = 0; i < specs.size(); ++i) {
     tensors.push_back({{"name", specs[i].name},
                        {"role", role_name(specs[i].role)},
                        {"elements", p->tensor_elements(i, s)}});
+    if (specs[i].storage) tensors.back()["type"] = dtype_name(*specs[i].storage);  // int32 indices
+  }
   json trials = json::array();
   for (int trial = 0; trial < 3; ++trial) trials.push_back(p->scalars_for_trial(trial));
   json kernels = json::array();

@@ -379,7 +379,7 @@ TEST(SparseCli, BadSizesAndPatternsExitTwo) {
   const struct {
     const char* args;
     const char* names;
-  } bad[] = {{"--size M=0", "size M=0"}, {"--size NNZ=16777216", "size NNZ=16777216"},
+  } bad[] = {{"--size M=0", "size M=0"}, {"--size NNZ=2147483648", "size NNZ=2147483648"},
              {"--scalar pattern=2.5", "scalar pattern=2.5"}};
   for (const auto& b : bad) {
     const auto r = test::kforge_cli(std::string("verify spmm --backend cpu ") + b.args);
