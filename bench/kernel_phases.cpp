@@ -36,6 +36,7 @@
 #include "kforge/problem.hpp"
 #include "kforge/util.hpp"
 #include "bench_host.hpp"
+#include "tensor_upload.hpp"
 
 namespace {
 
@@ -123,11 +124,8 @@ int main(int argc, char** argv) {
     const Instance inst = problem->make_instance(sizes, DType::fp32, Distribution::normal, 0x5eed, trial, fixed);
     std::vector<std::unique_ptr<Buffer>> bufs;
     std::vector<Arg> args;
-    for (const auto& t : inst.tensors) {
-      std::vector<float> f(t.begin(), t.end());
-      if (f.empty()) f.resize(static_cast<std::size_t>(problem->tensor_elements(bufs.size(), sizes)));
-      bufs.push_back(backend->alloc(std::max<std::size_t>(f.size(), 1) * sizeof(float)));
-      if (!f.empty()) backend->write(*bufs.back(), f.data(), f.size() * sizeof(float));
+    for (std::size_t t = 0; t < inst.tensors.size(); ++t) {
+      bufs.push_back(bench::upload(*backend, *problem, inst, t));
       args.push_back(Arg::buf(*bufs.back()));
     }
     for (const auto& n : problem->size_names()) args.push_back(Arg::i(static_cast<std::int32_t>(sizes.at(n))));

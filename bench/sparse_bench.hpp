@@ -19,6 +19,7 @@
 #include "kforge/measure.hpp"
 #include "kforge/problem.hpp"
 #include "bench_host.hpp"
+#include "tensor_upload.hpp"
 
 namespace kforge::bench {
 
@@ -73,22 +74,6 @@ inline KernelSpec kernel_named(const Problem& p, const std::string& name) {
   for (const auto& k : library_kernels(p))
     if (k.name == name) return k;
   throw std::runtime_error("no kernel " + name + " for problem " + p.name());
-}
-
-// A device buffer holding `v` in type `t` (`n` elements, zeros past v's end: an output).
-inline std::unique_ptr<Buffer> upload(Backend& backend, const std::vector<double>& v, std::size_t n = 0,
-                                      DType t = DType::fp32) {
-  std::vector<double> padded(std::max(n, v.size()), 0.0);
-  std::copy(v.begin(), v.end(), padded.begin());
-  std::vector<unsigned char> bytes(padded.size() * dtype_size(t));
-  encode(t, padded, bytes.data());
-  auto b = backend.alloc(bytes.size());
-  backend.write(*b, bytes.data(), bytes.size());
-  return b;
-}
-// Tensor `t` of `in` in its storage type (int32 for the structure's pointers and indices).
-inline std::unique_ptr<Buffer> upload(Backend& backend, const Problem& p, const Instance& in, std::size_t t) {
-  return upload(backend, in.tensors[t], 0, storage_dtype(p.tensors().at(t), in.dtype));
 }
 
 inline std::vector<float> download(Backend& backend, Buffer& b, std::size_t n) {

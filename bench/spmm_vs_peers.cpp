@@ -33,6 +33,7 @@ extern "C" {  // GraphBLAS.h declares C functions without a C++ guard
 #include "kforge/evaluate.hpp"
 #include "kforge/measure.hpp"
 #include "kforge/problem.hpp"
+#include "tensor_upload.hpp"
 
 namespace {
 
@@ -187,10 +188,8 @@ int main(int argc, char** argv) {
         const Instance in = problem->make_instance(sizes, DType::fp32, Distribution::normal, 0x5eed, 1, uniform);
         std::vector<std::unique_ptr<Buffer>> bufs;
         std::vector<Arg> args;
-        for (const auto& t : in.tensors) {
-          std::vector<float> f(t.begin(), t.end());
-          bufs.push_back(backend->alloc(f.size() * sizeof(float)));
-          backend->write(*bufs.back(), f.data(), f.size() * sizeof(float));
+        for (std::size_t t = 0; t < in.tensors.size(); ++t) {
+          bufs.push_back(bench::upload(*backend, *problem, in, t));
           args.push_back(Arg::buf(*bufs.back()));
         }
         for (const auto& n : problem->size_names()) args.push_back(Arg::i(static_cast<std::int32_t>(sizes.at(n))));
