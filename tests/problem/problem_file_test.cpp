@@ -412,5 +412,26 @@ KF_KERNEL(gather, body)
   EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
 }
 
+// The integer type is the tensor's own whatever the dtype: in an fp16 instance x and y hold 2
+// bytes an element and idx still 4 (the runner sizes, guards and encodes each tensor apart).
+TEST(ProblemFile, IntegerInputKeepsItsTypeInAnFp16Instance) {
+  const auto dir = scratch("gather16");
+  std::string text = kGather;
+  text.replace(text.find("\"flops\""), 0, "\"dtypes\": [\"fp32\", \"fp16\"],\n  ");
+  write(dir / "gather.json", text);
+  write(dir / "gather_reference.cpp", kGatherReference);
+  write(dir / "gather16.cpp", R"(static void body(const kf_ctx& ctx, const kf_storage* x, const int* idx, kf_storage* y, int N,
+                 int M) {
+  for (int i = 0; i < M; ++i) y[i] = x[idx[i]];
+}
+KF_KERNEL(gather, body)
+)");
+  const auto r = test::kforge_cli("eval --problem '" + (dir / "gather.json").string() + "' --source '" +
+                                  (dir / "gather16.cpp").string() + "' --lang cpp --entry gather --dtype fp16 "
+                                  "--size N=5003,M=777 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(test::parse_or_fail(r).at("disposition"), "passed") << r.out;
+}
+
 }  // namespace
 }  // namespace kforge
