@@ -412,6 +412,20 @@ KF_KERNEL(gather, body)
   EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
 }
 
+// examples/problems/embedding_gather.json, a problem of one's own with int32 ids and its kernel
+// beside it: thorough verification passes at an odd shape in fp32 and bf16, and its ABI says int.
+TEST(ProblemFile, EmbeddingGatherExamplePassesWithItsKernel) {
+  const std::string file = "'" + example("embedding_gather.json") + "'";
+  const auto abi = test::kforge_cli("list --problem " + file);
+  ASSERT_EQ(abi.exit_code, 0) << abi.out << abi.err;
+  EXPECT_NE(abi.out.find("const int* ids"), std::string::npos) << abi.out;
+  for (const char* dtype : {"fp32", "bf16"}) {
+    const auto r = test::kforge_cli("verify " + file + " --size V=1031,D=37,B=517 --dtype " + dtype + " --json");
+    ASSERT_EQ(r.exit_code, 0) << dtype << ": " << r.out << r.err;
+    EXPECT_EQ(test::parse_or_fail(r).at("disposition"), "passed") << dtype << ": " << r.out;
+  }
+}
+
 // The integer type is the tensor's own whatever the dtype: in an fp16 instance x and y hold 2
 // bytes an element and idx still 4 (the runner sizes, guards and encodes each tensor apart).
 TEST(ProblemFile, IntegerInputKeepsItsTypeInAnFp16Instance) {
