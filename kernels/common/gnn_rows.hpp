@@ -23,7 +23,7 @@ static void gnn_edges(bool gcn, const int* row_ptr, const int* col_idx, const fl
     if (with_self)
       for (int v = 0; v < NV; ++v) acc[v] = kf_splat(wself) * kf_load(hself + j + v * KF_VW);
     for (int p = p0; p < p1; ++p) {
-      const int c = (int)col_idx[p];
+      const int c = col_idx[p];
       const kf_vf w = kf_splat(gnn_weight(gcn, row_ptr, len_r, c));
       const float* h = hcol + (long long)c * N + j;
       for (int v = 0; v < NV; ++v) acc[v] += w * kf_load(h + v * KF_VW);
@@ -34,7 +34,7 @@ static void gnn_edges(bool gcn, const int* row_ptr, const int* col_idx, const fl
     kf_vf acc = {};
     if (with_self) acc = kf_splat(wself) * kf_load(hself + j);
     for (int p = p0; p < p1; ++p) {
-      const int c = (int)col_idx[p];
+      const int c = col_idx[p];
       acc += kf_splat(gnn_weight(gcn, row_ptr, len_r, c)) * kf_load(hcol + (long long)c * N + j);
     }
     kf_store(dst + j, acc);
@@ -42,7 +42,7 @@ static void gnn_edges(bool gcn, const int* row_ptr, const int* col_idx, const fl
   for (; j < nc; ++j) {
     float acc = with_self ? wself * hself[j] : 0.0f;
     for (int p = p0; p < p1; ++p) {
-      const int c = (int)col_idx[p];
+      const int c = col_idx[p];
       acc += gnn_weight(gcn, row_ptr, len_r, c) * hcol[(long long)c * N + j];
     }
     dst[j] = acc;

@@ -22,19 +22,19 @@ static inline void row_tile(const int* col_idx, const float* values, const float
   for (; p + UN <= p1; p += UN) {
 #if PD > 0
     if (p + PD < pend) {
-      const char* next = (const char*)(bcol + (long long)(int)col_idx[p + PD] * N);
+      const char* next = (const char*)(bcol + (long long)col_idx[p + PD] * N);
       for (int l = 0; l < W * KF_VW * 4; l += 64) __builtin_prefetch(next + l, 0, 3);
     }
 #endif
     for (int u = 0; u < UN; ++u) {
       const kf_vf a = kf_splat(values[p + u]);
-      const float* brow = bcol + (long long)(int)col_idx[p + u] * N;
+      const float* brow = bcol + (long long)col_idx[p + u] * N;
       for (int v = 0; v < W; ++v) acc[u][v] += a * kf_load(brow + v * KF_VW);
     }
   }
   for (; p < p1; ++p) {
     const kf_vf a = kf_splat(values[p]);
-    const float* brow = bcol + (long long)(int)col_idx[p] * N;
+    const float* brow = bcol + (long long)col_idx[p] * N;
     for (int v = 0; v < W; ++v) acc[0][v] += a * kf_load(brow + v * KF_VW);
   }
   for (int u = 1; u < UN; ++u)
@@ -45,9 +45,9 @@ static inline void row_tile(const int* col_idx, const float* values, const float
 // Rows [r0, r1) of C's columns [n0, n0 + nc): tiles of CW, then single vectors, then floats.
 static void rows_panel(const int* row_ptr, const int* col_idx, const float* values, const float* B, float* C,
                        int N, int r0, int r1, int n0, int nc) {
-  const int pend = (int)row_ptr[r1];
+  const int pend = row_ptr[r1];
   for (int r = r0; r < r1; ++r) {
-    const int p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];
+    const int p0 = row_ptr[r], p1 = row_ptr[r + 1];
     float* c = C + (long long)r * N + n0;
     const float* bcol = B + n0;
     int j = 0;
@@ -58,7 +58,7 @@ static void rows_panel(const int* row_ptr, const int* col_idx, const float* valu
     for (; j + KF_VW <= nc; j += KF_VW) row_tile<1>(col_idx, values, bcol + j, N, p0, p1, pend, c + j);
     for (; j < nc; ++j) {
       float acc = 0;
-      for (int p = p0; p < p1; ++p) acc += values[p] * bcol[(long long)(int)col_idx[p] * N + j];
+      for (int p = p0; p < p1; ++p) acc += values[p] * bcol[(long long)col_idx[p] * N + j];
       c[j] = acc;
     }
   }
@@ -120,14 +120,14 @@ static inline void tile_ranges(const int* off, const float* val, const int* cut,
 // into a partition of its nonzeros, each summed once: correct, only without the reuse.
 static void block_2d(const int* row_ptr, const int* col_idx, const float* values, const float* B, float* C,
                      int N, int r0, int r1, int n0, int nc, int KR, int nq) {
-  const int R = r1 - r0, P0 = (int)row_ptr[r0], P = (int)row_ptr[r1] - P0;
+  const int R = r1 - r0, P0 = row_ptr[r0], P = row_ptr[r1] - P0;
   int* off0 = (int*)scratch(0, 4LL * (P > 0 ? P : 1));
   int* cut = (int*)scratch(1, 4LL * R * (nq + 1));
   const int* off = off0 - P0;  // indexed by the nonzero's position in A
   const float* val = values;
   for (int i = 0; i < R; ++i) {
-    const int p0 = (int)row_ptr[r0 + i], p1 = (int)row_ptr[r0 + i + 1];
-    for (int p = p0; p < p1; ++p) off0[p - P0] = (int)col_idx[p] * N;
+    const int p0 = row_ptr[r0 + i], p1 = row_ptr[r0 + i + 1];
+    for (int p = p0; p < p1; ++p) off0[p - P0] = col_idx[p] * N;
     int* ci = cut + (long long)i * (nq + 1);
     ci[0] = p0;
     ci[nq] = p1;
@@ -155,7 +155,7 @@ static void block_2d(const int* row_ptr, const int* col_idx, const float* values
   for (; j < nc; ++j)
     for (int i = 0; i < R; ++i) {
       float acc = 0;
-      for (int p = (int)row_ptr[r0 + i]; p < (int)row_ptr[r0 + i + 1]; ++p) acc += val[p] * bcol[off[p] + j];
+      for (int p = row_ptr[r0 + i]; p < row_ptr[r0 + i + 1]; ++p) acc += val[p] * bcol[off[p] + j];
       c0[(long long)i * N + j] = acc;
     }
 }

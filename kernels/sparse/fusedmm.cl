@@ -16,7 +16,7 @@ __kernel void fusedmm(__global const int* row_ptr, __global const int* col_idx, 
   __local float w[WX];
   __local int col[WX];
   const int r = get_group_id(0), lx = get_local_id(0);
-  const int p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];
+  const int p0 = row_ptr[r], p1 = row_ptr[r + 1];
   __global const float* x = X + (long)r * D;
   __global float* o = out + (long)r * N;
   if (p0 == p1) {  // the whole group leaves together: no barrier is skipped by some only
@@ -26,7 +26,7 @@ __kernel void fusedmm(__global const int* row_ptr, __global const int* col_idx, 
   for (int q = p0; q < p1; q += WX) {
     const int n = min(WX, p1 - q);
     if (lx < n) {
-      const int c = (int)col_idx[q + lx];
+      const int c = col_idx[q + lx];
       __global const float* y = Y + (long)c * D;
       float s = 0.0f;
       for (int d = 0; d < D; ++d) s += x[d] * y[d];

@@ -157,13 +157,13 @@ __attribute__((always_inline)) static inline void update(float* out, const float
 static void block_ranges(const int* row_ptr, const int* col_idx, const float* X, const float* Y, const float* Z,
                          float* out, int r0, int r1, int D, int N, int KR, int nq, bool sigmoid) {
   int* cur = (int*)scratch(0, 4LL * (r1 - r0));
-  for (int r = r0; r < r1; ++r) cur[r - r0] = (int)row_ptr[r];
+  for (int r = r0; r < r1; ++r) cur[r - r0] = row_ptr[r];
   float w[CH];
   for (int q = 0; q < nq; ++q) {
     const long long edge = (long long)(q + 1) * KR;
     for (int r = r0; r < r1; ++r) {
       float* o = out + (long long)r * N;
-      const int p1 = (int)row_ptr[r + 1], s0 = cur[r - r0];
+      const int p1 = row_ptr[r + 1], s0 = cur[r - r0];
       int s1 = s0;
       if (q == nq - 1) s1 = p1;
       else
@@ -193,7 +193,7 @@ static void fusedmm_block(const kf_ctx& ctx, const int* row_ptr, const int* col_
   const double total = (double)row_ptr[M] + M;
   const int r0 = b == 0 ? 0 : first_row_at(row_ptr, M, total * b / nb);
   const int r1 = b == nb - 1 ? M : first_row_at(row_ptr, M, total * (b + 1) / nb);
-  const int pend = (int)row_ptr[r1];  // prefetches run into the block's next rows, not past it
+  const int pend = row_ptr[r1];  // prefetches run into the block's next rows, not past it
 #if KP > 0
   {
     const long long row_bytes = 4LL * (Z == Y ? D : D + N);
@@ -214,10 +214,10 @@ static void fusedmm_block(const kf_ctx& ctx, const int* row_ptr, const int* col_
   // sums past its end: into the next rows' slots, which those rows then overwrite (rows go in
   // order), or into the 8 floats of slack after the block's last.
   if (Z != Y && r1 > r0) {
-    const int P0 = (int)row_ptr[r0], P = (int)row_ptr[r1] - P0;
+    const int P0 = row_ptr[r0], P = row_ptr[r1] - P0;
     float* wv = (float*)scratch(2, 4LL * (P + 8));
     for (int r = r0; r < r1; ++r) {
-      const int p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];
+      const int p0 = row_ptr[r], p1 = row_ptr[r + 1];
       if (p0 < p1) dots(X + (long long)r * D, col_idx + p0, p1 - p0, Y, D, col_idx + p0, pend - p0, sigmoid, wv + (p0 - P0));
     }
     spmm_rows(row_ptr, col_idx, wv - P0, Z, out, K, N, r0, r1, 0, N);
@@ -228,7 +228,7 @@ static void fusedmm_block(const kf_ctx& ctx, const int* row_ptr, const int* col_
   for (int r = r0; r < r1; ++r) {
     const float* x = X + (long long)r * D;
     float* o = out + (long long)r * N;
-    const int p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];
+    const int p0 = row_ptr[r], p1 = row_ptr[r + 1];
     if (p0 == p1) {
       for (int j = 0; j < N; ++j) o[j] = 0.0f;
       continue;

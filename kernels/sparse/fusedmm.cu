@@ -11,7 +11,7 @@ fusedmm(const int* __restrict__ row_ptr, const int* __restrict__ col_idx, const 
   __shared__ float w[WX];
   __shared__ int col[WX];
   const int r = blockIdx.x, lx = threadIdx.x;
-  const int p0 = (int)__ldg(row_ptr + r), p1 = (int)__ldg(row_ptr + r + 1);
+  const int p0 = __ldg(row_ptr + r), p1 = __ldg(row_ptr + r + 1);
   const float* x = X + (long long)r * D;
   float* o = out + (long long)r * N;
   if (p0 == p1) {
@@ -21,7 +21,7 @@ fusedmm(const int* __restrict__ row_ptr, const int* __restrict__ col_idx, const 
   for (int q = p0; q < p1; q += WX) {
     const int n = min(WX, p1 - q);
     if (lx < n) {
-      const int c = (int)__ldg(col_idx + q + lx);
+      const int c = __ldg(col_idx + q + lx);
       const float* y = Y + (long long)c * D;
       float s = 0.0f;
       for (int d = 0; d < D; ++d) s = fmaf(__ldg(x + d), __ldg(y + d), s);

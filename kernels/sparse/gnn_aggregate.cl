@@ -13,7 +13,7 @@ __kernel void gnn_aggregate(__global const int* row_ptr, __global const int* col
   if (r >= M) return;
   const int gcn = kind == 0.0f;
   const int n0 = get_group_id(0) * (WX * CPT) + get_local_id(0);
-  const int p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];
+  const int p0 = row_ptr[r], p1 = row_ptr[r + 1];
   const float len_r = (float)(p1 - p0), self = gcn ? 1.0f / (1.0f + len_r) : 0.0f;
   float acc[CPT];
   for (int k = 0; k < CPT; ++k) {
@@ -21,7 +21,7 @@ __kernel void gnn_aggregate(__global const int* row_ptr, __global const int* col
     acc[k] = gcn && j < N ? self * H[(long)r * N + j] : 0.0f;
   }
   for (int p = p0; p < p1; ++p) {
-    const int c = (int)col_idx[p];
+    const int c = col_idx[p];
     const float w = gcn ? 1.0f / sqrt((1.0f + len_r) * (1.0f + (row_ptr[c + 1] - row_ptr[c]))) : 1.0f / len_r;
     __global const float* h = H + (long)c * N;
     for (int k = 0; k < CPT; ++k) {

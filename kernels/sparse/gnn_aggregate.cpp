@@ -23,7 +23,7 @@ static void gnn_block(const kf_ctx& ctx, const int* row_ptr, const int* col_idx,
   const int r0 = b == 0 ? 0 : first_row_at(row_ptr, M, total * b / nb);
   const int r1 = b == nb - 1 ? M : first_row_at(row_ptr, M, total * (b + 1) / nb);
   for (int r = r0; r < r1; ++r)
-    gnn_edges(gcn, row_ptr, col_idx, H, N, r, (int)row_ptr[r], (int)row_ptr[r + 1], true, n0, nc,
+    gnn_edges(gcn, row_ptr, col_idx, H, N, r, row_ptr[r], row_ptr[r + 1], true, n0, nc,
               out + (long long)r * N + n0);
 }
 

@@ -11,7 +11,7 @@ gnn_aggregate(const int* __restrict__ row_ptr, const int* __restrict__ col_idx, 
   if (r >= M) return;
   const bool gcn = kind == 0.0f;
   const int n0 = blockIdx.x * (WX * CPT) + threadIdx.x;
-  const int p0 = (int)__ldg(row_ptr + r), p1 = (int)__ldg(row_ptr + r + 1);
+  const int p0 = __ldg(row_ptr + r), p1 = __ldg(row_ptr + r + 1);
   const float len_r = (float)(p1 - p0), self = gcn ? 1.0f / (1.0f + len_r) : 0.0f;
   float acc[CPT];
 #pragma unroll
@@ -20,7 +20,7 @@ gnn_aggregate(const int* __restrict__ row_ptr, const int* __restrict__ col_idx, 
     acc[k] = gcn && j < N ? self * __ldg(H + (long long)r * N + j) : 0.0f;
   }
   for (int p = p0; p < p1; ++p) {
-    const int c = (int)__ldg(col_idx + p);
+    const int c = __ldg(col_idx + p);
     const float len_c = __ldg(row_ptr + c + 1) - __ldg(row_ptr + c);
     const float w = gcn ? 1.0f / sqrtf((1.0f + len_r) * (1.0f + len_c)) : 1.0f / len_r;
     const float* h = H + (long long)c * N;

@@ -102,12 +102,12 @@ static void tile_block(bool gcn, const int* row_ptr, const int* col_idx, const f
   long long nnz = 0;
   int rows = 0, U = 0;
   for (int i = 0; i < nr; ++i) {
-    const int r = r0 + i, p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];
+    const int r = r0 + i, p0 = row_ptr[r], p1 = row_ptr[r + 1];
     skip[i] = is_long(row_ptr, r, threshold);
     if (skip[i] || p1 == p0) continue;
     ++rows, nnz += p1 - p0;
     for (int p = p0; p < p1; ++p) {
-      const int c = (int)col_idx[p];
+      const int c = col_idx[p];
       if (mark[c] < 0) mark[c] = U, cols[U++] = c;
     }
   }
@@ -118,8 +118,8 @@ static void tile_block(bool gcn, const int* row_ptr, const int* col_idx, const f
       if (skip[i]) continue;
       const int r = r0 + i;
       const float len_r = row_ptr[r + 1] - row_ptr[r];
-      for (int p = (int)row_ptr[r]; p < (int)row_ptr[r + 1]; ++p) {
-        const int c = (int)col_idx[p];
+      for (int p = row_ptr[r]; p < row_ptr[r + 1]; ++p) {
+        const int c = col_idx[p];
         w[(long long)mark[c] * RT + i] = gnn_weight(gcn, row_ptr, len_r, c);  // no column twice in a row
       }
     }
@@ -130,7 +130,7 @@ static void tile_block(bool gcn, const int* row_ptr, const int* col_idx, const f
   for (int u = 0; u < U; ++u) mark[cols[u]] = -1;
   for (int i = 0; i < nr; ++i)
     if (!skip[i])
-      gnn_edges(gcn, row_ptr, col_idx, H, N, r0 + i, (int)row_ptr[r0 + i], (int)row_ptr[r0 + i + 1], true, n0, nc,
+      gnn_edges(gcn, row_ptr, col_idx, H, N, r0 + i, row_ptr[r0 + i], row_ptr[r0 + i + 1], true, n0, nc,
                 out + (long long)(r0 + i) * N + n0);
 }
 
@@ -213,7 +213,7 @@ static void split_range(bool gcn, const int* row_ptr, const int* col_idx, const 
   for (int k = 0; k < nlong && split_state::long_first[k] < hi; ++k) {
     const int r = split_state::long_rows[k];
     const long long a = split_state::long_first[k];  // the row's first edge among the long rows'
-    const int p0 = (int)row_ptr[r], len = (int)row_ptr[r + 1] - p0;
+    const int p0 = row_ptr[r], len = row_ptr[r + 1] - p0;
     const long long b = a + len;
     if (b > lo) {
       float* o = out + (long long)r * N + n0;
@@ -273,7 +273,7 @@ static void gnn_adaptive_block(const kf_ctx& ctx, const int* row_ptr, const int*
     const int threshold = long_threshold(row_ptr, M);
     for (int r = r0; r < r1; ++r)
       if (!is_long(row_ptr, r, threshold))
-        gnn_edges(gcn, row_ptr, col_idx, H, N, r, (int)row_ptr[r], (int)row_ptr[r + 1], true, n0, nc,
+        gnn_edges(gcn, row_ptr, col_idx, H, N, r, row_ptr[r], row_ptr[r + 1], true, n0, nc,
                   out + (long long)r * N + n0);
     return;
   }

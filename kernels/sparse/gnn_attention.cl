@@ -15,13 +15,13 @@ __kernel void gnn_attention(__global const int* row_ptr, __global const int* col
   const int r = get_group_id(1) * WY + get_local_id(1);
   if (r >= M) return;
   const int n0 = get_group_id(0) * (WX * CPT) + get_local_id(0);
-  const int p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];
+  const int p0 = row_ptr[r], p1 = row_ptr[r + 1];
   __global const float* q = Q + (long)r * D;
   float acc[CPT];
   for (int k = 0; k < CPT; ++k) acc[k] = 0.0f;
   float mx = -INFINITY, sum = 0.0f;
   for (int p = p0; p < p1; ++p) {
-    const int c = (int)col_idx[p];
+    const int c = col_idx[p];
     __global const float* kc = K + (long)c * D;
     float dot = 0.0f;
     for (int d = 0; d < D; ++d) dot = fma(q[d], kc[d], dot);

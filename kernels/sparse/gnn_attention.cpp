@@ -46,7 +46,7 @@ static void attention_block(const kf_ctx& ctx, const int* row_ptr, const int* co
   float tail[KF_VW], score[64];
   const int nv = nc / KF_VW, t0 = nv * KF_VW;
   for (int r = r0; r < r1; ++r) {
-    const int p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];
+    const int p0 = row_ptr[r], p1 = row_ptr[r + 1];
     for (int v = 0; v < nv; ++v) acc[v] = kf_splat(0.0f);
     for (int j = t0; j < nc; ++j) tail[j - t0] = 0.0f;
     float mx = -INFINITY, sum = 0.0f;
@@ -58,7 +58,7 @@ static void attention_block(const kf_ctx& ctx, const int* row_ptr, const int* co
       const int n = p1 - pc < 64 ? p1 - pc : 64;
       float cmax = -INFINITY;
       for (int i = 0; i < n; ++i) {
-        score[i] = scale * dot_product(q, K + (long long)(int)col_idx[pc + i] * D, D);
+        score[i] = scale * dot_product(q, K + (long long)col_idx[pc + i] * D, D);
         cmax = score[i] > cmax ? score[i] : cmax;
       }
       if (cmax > mx) {  // a new maximum: what was summed so far shrinks by exp(old - new)
@@ -71,7 +71,7 @@ static void attention_block(const kf_ctx& ctx, const int* row_ptr, const int* co
       for (int i = 0; i < n; ++i) {
         const float w = kf_weight(score[i] - mx);
         sum += w;
-        const float* vrow = V + (long long)(int)col_idx[pc + i] * N + n0;
+        const float* vrow = V + (long long)col_idx[pc + i] * N + n0;
         const kf_vf wv = kf_splat(w);
         for (int v = 0; v < nv; ++v) acc[v] += wv * kf_load(vrow + v * KF_VW);
         for (int j = t0; j < nc; ++j) tail[j - t0] += w * vrow[j];

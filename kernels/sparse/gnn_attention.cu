@@ -14,14 +14,14 @@ gnn_attention(const int* __restrict__ row_ptr, const int* __restrict__ col_idx, 
   const int r = blockIdx.y * WY + threadIdx.y;
   if (r >= M) return;
   const int n0 = blockIdx.x * (WX * CPT) + threadIdx.x;
-  const int p0 = (int)__ldg(row_ptr + r), p1 = (int)__ldg(row_ptr + r + 1);
+  const int p0 = __ldg(row_ptr + r), p1 = __ldg(row_ptr + r + 1);
   const float* q = Q + (long long)r * D;
   float acc[CPT];
 #pragma unroll
   for (int k = 0; k < CPT; ++k) acc[k] = 0.0f;
   float mx = KF_NEG_INF, sum = 0.0f;
   for (int p = p0; p < p1; ++p) {
-    const int c = (int)__ldg(col_idx + p);
+    const int c = __ldg(col_idx + p);
     const float* kc = K + (long long)c * D;
     float dot = 0.0f;
     for (int d = 0; d < D; ++d) dot = fmaf(__ldg(q + d), __ldg(kc + d), dot);

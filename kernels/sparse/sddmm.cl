@@ -10,19 +10,19 @@ __kernel void sddmm(__global const int* row_ptr, __global const int* col_idx,
                     int M, int K, int D, int NNZ, float pattern) {
   const int first = get_global_id(0) * PPT;
   if (first >= NNZ) return;
-  const int used = (int)row_ptr[M];
+  const int used = row_ptr[M];
   int lo = 0, hi = M - 1;  // the row r with row_ptr[r] <= first < row_ptr[r + 1]
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
-    if ((int)row_ptr[mid] <= first) lo = mid;
+    if (row_ptr[mid] <= first) lo = mid;
     else hi = mid - 1;
   }
   int r = lo;
   for (int p = first; p < first + PPT && p < NNZ; ++p) {
     if (p >= used) { out[p] = 0.0f; continue; }
-    while ((int)row_ptr[r + 1] <= p) ++r;
+    while (row_ptr[r + 1] <= p) ++r;
     __global const float* a = A + (long)r * D;
-    __global const float* b = B + (long)(int)col_idx[p] * D;
+    __global const float* b = B + (long)col_idx[p] * D;
     float s = 0.0f;
     for (int d = 0; d < D; ++d) s += a[d] * b[d];
     out[p] = s;

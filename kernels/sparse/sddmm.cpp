@@ -42,12 +42,12 @@ static void sddmm_block(const kf_ctx& ctx, const int* row_ptr, const int* col_id
   const int r1 = b == nb - 1 ? M : first_row_at(row_ptr, M, total * (b + 1) / nb);
   for (int r = r0; r < r1; ++r) {
     const float* a = A + (long long)r * D;
-    const int p1 = (int)row_ptr[r + 1];
-    for (int p = (int)row_ptr[r]; p < p1; p += 8)
+    const int p1 = row_ptr[r + 1];
+    for (int p = row_ptr[r]; p < p1; p += 8)
       dots(a, col_idx + p, p1 - p < 8 ? p1 - p : 8, B, D, out + p);
   }
   if (b == nb - 1)
-    for (int p = (int)row_ptr[M]; p < NNZ; ++p) out[p] = 0;
+    for (int p = row_ptr[M]; p < NNZ; ++p) out[p] = 0;
 }
 
 KF_KERNEL(sddmm, sddmm_block)

@@ -10,18 +10,18 @@ sddmm(const int* __restrict__ row_ptr, const int* __restrict__ col_idx,
       int K, int D, int NNZ, float pattern) {
   const int p = blockIdx.x * WPB + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (p >= NNZ) return;
-  if (p >= (int)row_ptr[M]) {
+  if (p >= row_ptr[M]) {
     if (lane == 0) out[p] = 0.0f;
     return;
   }
   int lo = 0, hi = M - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
-    if ((int)row_ptr[mid] <= p) lo = mid;
+    if (row_ptr[mid] <= p) lo = mid;
     else hi = mid - 1;
   }
   const float* a = A + (long long)lo * D;
-  const float* b = B + (long long)(int)col_idx[p] * D;
+  const float* b = B + (long long)col_idx[p] * D;
   float s = 0.0f;
   for (int d = lane; d < D; d += 32) s = fmaf(__ldg(a + d), __ldg(b + d), s);
 #pragma unroll

@@ -16,7 +16,7 @@
 #define SPDNN_LAYER(SRC, DST)                                                         \
   for (int j = lx; j < N; j += WX) {                                                  \
     float acc = b[j];                                                                 \
-    for (int t = 0; t < K; ++t) acc += wv[(long)j * K + t] * SRC[(int)wi[(long)j * K + t]]; \
+    for (int t = 0; t < K; ++t) acc += wv[(long)j * K + t] * SRC[wi[(long)j * K + t]]; \
     DST[j] = fmin(fmax(acc, 0.0f), 32.0f);                                             \
   }
 

@@ -25,7 +25,7 @@ spdnn(const float* __restrict__ Y0, const int* __restrict__ W_idx, const float* 
       for (int j = lx; j < N; j += WX) {
         float acc = __ldg(b + j);
         for (int t = 0; t < K; ++t)
-          acc = fmaf(__ldg(wv + (long long)j * K + t), src[(int)__ldg(wi + (long long)j * K + t)], acc);
+          acc = fmaf(__ldg(wv + (long long)j * K + t), src[__ldg(wi + (long long)j * K + t)], acc);
         dst[j] = fminf(fmaxf(acc, 0.0f), 32.0f);
       }
     __syncthreads();

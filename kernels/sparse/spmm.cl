@@ -15,10 +15,10 @@ __kernel void spmm(__global const int* row_ptr, __global const int* col_idx,
   const int n0 = get_group_id(0) * (WX * CPT) + get_local_id(0);
   float acc[CPT];
   for (int k = 0; k < CPT; ++k) acc[k] = 0.0f;
-  const int p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];
+  const int p0 = row_ptr[r], p1 = row_ptr[r + 1];
   for (int p = p0; p < p1; ++p) {
     const float a = values[p];
-    __global const float* b = B + (long)(int)col_idx[p] * N;
+    __global const float* b = B + (long)col_idx[p] * N;
     for (int k = 0; k < CPT; ++k) {
       const int j = n0 + k * WX;
       if (j < N) acc[k] += a * b[j];

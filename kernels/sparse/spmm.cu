@@ -13,10 +13,10 @@ spmm(const int* __restrict__ row_ptr, const int* __restrict__ col_idx,
   float acc[CPT];
 #pragma unroll
   for (int k = 0; k < CPT; ++k) acc[k] = 0.0f;
-  const int p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];
+  const int p0 = row_ptr[r], p1 = row_ptr[r + 1];
   for (int p = p0; p < p1; ++p) {
     const float a = __ldg(values + p);
-    const float* b = B + (long long)(int)__ldg(col_idx + p) * N;
+    const float* b = B + (long long)__ldg(col_idx + p) * N;
 #pragma unroll
     for (int k = 0; k < CPT; ++k) {
       const int j = n0 + k * WX;

@@ -32,7 +32,7 @@ static void dense_rows(const int* row_ptr, const int* col_idx, const float* valu
   thread_local std::vector<float> tile;
   tile.assign((size_t)RT * K, 0.0f);
   for (int r = r0; r < r1; ++r)
-    for (int p = (int)row_ptr[r]; p < (int)row_ptr[r + 1]; ++p) tile[(size_t)(int)col_idx[p] * RT + (r - r0)] = values[p];
+    for (int p = row_ptr[r]; p < row_ptr[r + 1]; ++p) tile[(size_t)col_idx[p] * RT + (r - r0)] = values[p];
   const float* a = tile.data();
   const int nr = r1 - r0;
   int j = 0;

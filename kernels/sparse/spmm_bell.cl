@@ -35,7 +35,7 @@ static inline void bell_rows(__global const int* slots, __global const float* ti
     for (int c = 0; c < CPT; ++c) acc[i][c] = 0.0f;
   const int area = bs * bs;
   for (int s = 0; s < EC; ++s) {
-    const int bc = (int)slots[s];
+    const int bc = slots[s];
     if (bc < 0) break;  // padding follows the tiles
     __global const float* a = tiles + (long)s * area + i0 * bs;
     const int k0 = bc * bs, nk = min(bs, K - k0);

@@ -26,7 +26,7 @@ static void bell_tiles(const int* slots, const float* tiles, const float* B, flo
   for (; j + CW <= nc; j += CW) {
     kf_vf acc[TB][NV] = {};
     for (int s = 0; s < EC; ++s) {
-      const int bc = (int)slots[s];
+      const int bc = slots[s];
       if (bc < 0) break;  // padding follows the tiles
       const float* a = tiles + (long long)s * area;
       const int k0 = bc * rows, nk = K - k0 < rows ? K - k0 : rows;
@@ -46,7 +46,7 @@ static void bell_tiles(const int* slots, const float* tiles, const float* B, flo
     for (int i = 0; i < nr; ++i) {
       float acc = 0;
       for (int s = 0; s < EC; ++s) {
-        const int bc = (int)slots[s];
+        const int bc = slots[s];
         if (bc < 0) break;
         const float* a = tiles + (long long)s * area;
         const int k0 = bc * rows, nk = K - k0 < rows ? K - k0 : rows;

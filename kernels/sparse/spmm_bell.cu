@@ -26,7 +26,7 @@ __device__ __forceinline__ void bell_rows(const int* __restrict__ slots, const f
     for (int c = 0; c < CPT; ++c) acc[i][c] = 0.0f;
   const int area = bs * bs;
   for (int s = 0; s < EC; ++s) {
-    const int bc = (int)__ldg(slots + s);
+    const int bc = __ldg(slots + s);
     if (bc < 0) break;  // padding follows the tiles
     const float* a = tiles + (long long)s * area + i0 * bs;
     const int k0 = bc * bs, nk = min(bs, K - k0);

@@ -17,17 +17,17 @@ __kernel void spmspv(__global const int* col_ptr, __global const int* row_idx, _
   float acc[RPT], hit[RPT];
   for (int k = 0; k < RPT; ++k) acc[k] = 0.0f, hit[k] = 0.0f;
   for (int q = 0; q < XNNZ; ++q) {
-    const int j = (int)x_idx[q];
+    const int j = x_idx[q];
     const float xv = x_val[q];
-    int lo = (int)col_ptr[j], top = (int)col_ptr[j + 1];
+    int lo = col_ptr[j], top = col_ptr[j + 1];
     const int hi = top;
     while (lo < top) {
       const int mid = (lo + top) / 2;
-      if ((int)row_idx[mid] < r0) lo = mid + 1;
+      if (row_idx[mid] < r0) lo = mid + 1;
       else top = mid;
     }
-    for (int p = lo; p < hi && (int)row_idx[p] < r1; ++p) {
-      const int k = (int)row_idx[p] - r0;
+    for (int p = lo; p < hi && row_idx[p] < r1; ++p) {
+      const int k = row_idx[p] - r0;
       acc[k] += values[p] * xv;
       hit[k] = 1.0f;
     }

@@ -16,10 +16,10 @@ static void spmspv_block(const kf_ctx& ctx, const int* col_ptr, const int* row_i
   const int r0 = (int)(M * b / nb), r1 = (int)(M * (b + 1) / nb);
   for (int r = r0; r < r1; ++r) y[r] = 0.0f, y_mask[r] = 0.0f;
   for (int q = 0; q < XNNZ; ++q) {
-    const int j = (int)x_idx[q];
+    const int j = x_idx[q];
     const float xv = x_val[q];
-    int lo = (int)col_ptr[j];
-    const int hi = (int)col_ptr[j + 1];
+    int lo = col_ptr[j];
+    const int hi = col_ptr[j + 1];
     if (lo < hi && row_idx[lo] < r0) {  // the first entry at or past r0
       int top = hi;
       while (lo < top) {
@@ -29,7 +29,7 @@ static void spmspv_block(const kf_ctx& ctx, const int* col_ptr, const int* row_i
       }
     }
     for (int p = lo; p < hi && row_idx[p] < r1; ++p) {
-      const int r = (int)row_idx[p];
+      const int r = row_idx[p];
       y[r] += values[p] * xv;
       y_mask[r] = 1.0f;
     }

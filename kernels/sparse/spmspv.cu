@@ -15,17 +15,17 @@ spmspv(const int* __restrict__ col_ptr, const int* __restrict__ row_idx, const f
 #pragma unroll
   for (int k = 0; k < RPT; ++k) acc[k] = 0.0f, hit[k] = 0.0f;
   for (int q = 0; q < XNNZ; ++q) {
-    const int j = (int)__ldg(x_idx + q);
+    const int j = __ldg(x_idx + q);
     const float xv = __ldg(x_val + q);
-    int lo = (int)__ldg(col_ptr + j), top = (int)__ldg(col_ptr + j + 1);
+    int lo = __ldg(col_ptr + j), top = __ldg(col_ptr + j + 1);
     const int hi = top;
     while (lo < top) {
       const int mid = (lo + top) / 2;
-      if ((int)__ldg(row_idx + mid) < r0) lo = mid + 1;
+      if (__ldg(row_idx + mid) < r0) lo = mid + 1;
       else top = mid;
     }
-    for (int p = lo; p < hi && (int)__ldg(row_idx + p) < r1; ++p) {
-      const int k = (int)__ldg(row_idx + p) - r0;
+    for (int p = lo; p < hi && __ldg(row_idx + p) < r1; ++p) {
+      const int k = __ldg(row_idx + p) - r0;
       acc[k] = fmaf(__ldg(values + p), xv, acc[k]);
       hit[k] = 1.0f;
     }

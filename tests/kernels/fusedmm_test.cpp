@@ -154,8 +154,8 @@ TEST(SparseFusedmmCpu, StagedUpdateAtOddShapes) {
 TEST(SparseFusedmmCpu, StagedRowsOutOfOrderAreRejected) {
   auto backend = make_backend("cpu");
   EvalRequest req = test::library_request("fusedmm", "cpu", {{"M", 41}, {"K", 67}, {"D", 64}, {"N", 45}, {"NNZ", 700}});
-  test::plant(req, "for (int r = r0; r < r1; ++r) {\n      const int p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];\n      if (p0 < p1) dots(",
-              "for (int r = r1 - 1; r >= r0; --r) {\n      const int p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];\n      if (p0 < p1) dots(");
+  test::plant(req, "for (int r = r0; r < r1; ++r) {\n      const int p0 = row_ptr[r], p1 = row_ptr[r + 1];\n      if (p0 < p1) dots(",
+              "for (int r = r1 - 1; r >= r0; --r) {\n      const int p0 = row_ptr[r], p1 = row_ptr[r + 1];\n      if (p0 < p1) dots(");
   req.verify.trials = 2;
   const EvalResult r = evaluate(req, *backend);
   EXPECT_EQ(r.disposition, Disposition::incorrect) << r.error;

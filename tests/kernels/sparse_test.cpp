@@ -238,7 +238,7 @@ TEST(SparseCpu, SpmmPassesPastTwoToTheTwentyFourNonzeros) {
   req.scalars = req.verify.scalars = {{"pattern", 0}};
   EXPECT_TRUE(evaluate(req, *backend).passed()) << "the library kernel";
   req.params = {{"KP", 0}};  // the one-pass row code, where the bug is planted
-  test::plant(req, "const int p0 = (int)row_ptr[r], p1 = (int)row_ptr[r + 1];",
+  test::plant(req, "const int p0 = row_ptr[r], p1 = row_ptr[r + 1];",
               "const int p0 = (int)(float)row_ptr[r], p1 = (int)(float)row_ptr[r + 1];");
   const EvalResult r = evaluate(req, *backend);
   EXPECT_FALSE(r.passed()) << "row pointers read through float: " << test::describe(r);
