@@ -227,14 +227,19 @@ void every_pattern(const std::string& problem, Backend& backend, const Case& c) 
 }
 
 // Past 2^24 nonzeros (row pointers fp32 could not hold: it keeps only even integers there): the
-// pointers and indices travel as int32. Quick protocol at 8191 x 8193, 2^24 + 4098 nonzeros (25%).
-// A kernel that reads its row pointers through float, as every sparse kernel did before they were
-// int32, loses the odd ones and is rejected. (NNZ even, so no rounded pointer passes the end: the
-// guard band's int32 bytes read as an index would crash this in-process run.)
+// pointers and indices travel as int32. Quick protocol (one trial) at 8191 x 8193 x 1 with
+// 17831808 = 2^24 + 1054592 nonzeros (27%): about 480 rows start past 2^24. A kernel that reads
+// its row pointers through float, as every sparse kernel did before they were int32, rounds the
+// odd ones (each a nonzero moved to the neighbouring row) and is rejected. The uniform pattern
+// spreads nonzeros evenly, NNZ / M = 2177 a row (odd, so the pointers alternate in parity: with
+// an even count every pointer past 2^24 could be even and the bug invisible). NNZ is even, so no
+// rounded pointer passes the end (the guard band's int32 bytes read as an index would crash this
+// in-process run).
 TEST(SparseCpu, SpmmPassesPastTwoToTheTwentyFourNonzeros) {
   auto backend = make_backend("cpu");
-  EvalRequest req = test::library_request("spmm", "cpu", {{"M", 8191}, {"K", 8193}, {"N", 3}, {"NNZ", (1 << 24) + 4098}});
+  EvalRequest req = test::library_request("spmm", "cpu", {{"M", 8191}, {"K", 8193}, {"N", 1}, {"NNZ", 17831808}});
   req.verify.thorough = false;
+  req.verify.trials = 1;  // one instance of 17.8 M nonzeros: the suite's time
   req.scalars = req.verify.scalars = {{"pattern", 0}};
   EXPECT_TRUE(evaluate(req, *backend).passed()) << "the library kernel";
   req.params = {{"KP", 0}};  // the one-pass row code, where the bug is planted
