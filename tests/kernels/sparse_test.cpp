@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <string>
 #include <utility>
@@ -224,6 +225,25 @@ void expect_passes(const std::string& problem, Backend& backend, const Case& c, 
 // tails); the default run's trials and fuzzed shapes walk the patterns again at other shapes.
 void every_pattern(const std::string& problem, Backend& backend, const Case& c) {
   for (int pattern = 0; pattern < sparse::kPatternCount; ++pattern) expect_passes(problem, backend, c, pattern);
+}
+
+// Every library tensor of an integer type of its own is an input (the compare has no exact path
+// per tensor), and every sparse problem's pointers and indices are int32 (their kernels take int*).
+TEST(SparseProblem, PointersAndIndicesAreInt32Inputs) {
+  for (const auto& p : problems())
+    for (const auto& t : p->tensors())
+      if (t.storage) EXPECT_EQ(t.role, Role::in) << p->name() << "." << t.name;
+  const std::map<std::string, std::vector<std::string>> indices{
+      {"spmm", {"row_ptr", "col_idx"}},       {"sddmm", {"row_ptr", "col_idx"}},
+      {"fusedmm", {"row_ptr", "col_idx"}},    {"gnn_aggregate", {"row_ptr", "col_idx"}},
+      {"gnn_attention", {"row_ptr", "col_idx"}}, {"spmspv", {"col_ptr", "row_idx", "x_idx"}},
+      {"spdnn", {"W_idx"}},                   {"spmm_bell", {"block_col"}}};
+  for (const auto& [name, want] : indices) {
+    std::vector<std::string> got;
+    for (const auto& t : find_problem(name)->tensors())
+      if (t.storage == DType::int32) got.push_back(t.name);
+    EXPECT_EQ(got, want) << name;
+  }
 }
 
 // Past 2^24 nonzeros (row pointers fp32 could not hold: it keeps only even integers there): the
