@@ -1,11 +1,16 @@
 #pragma once
 // Shared by the kernel-family tests: a request for a library kernel on a backend, a planted bug
-// in its source, and a failure message that says everything needed to replay it.
+// in its source, a failure message that says everything needed to replay it, and a tensor
+// loaded by hand for a test that launches a kernel itself.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/kernel_includes.hpp"
+#include "kforge/backend.hpp"
+#include "kforge/dtype.hpp"
 #include "kforge/evaluate.hpp"
 #include "kforge/problem.hpp"
 
@@ -44,6 +49,22 @@ inline std::string describe(const EvalResult& r) {
   std::string s = r.problem + " on " + r.backend + " " + std::string(dtype_name(r.dtype));
   for (const auto& [k, v] : r.sizes) s += " " + k + "=" + std::to_string(v);
   return s + ": " + std::string(disposition_name(r.disposition)) + ": " + r.error + "\n" + r.compile_log;
+}
+
+// Tensor t of `in` in a buffer of its storage type (the instance's dtype, or the tensor's own:
+// int32 indices), as the runner lays it out; an output (or scratch) tensor holds `fill` in every
+// element instead, at the problem's element count, so an element the kernel skips shows.
+inline std::unique_ptr<Buffer> upload_tensor(Backend& backend, const Problem& p, const Instance& in, std::size_t t,
+                                             double fill = -7.0) {
+  const TensorSpec spec = p.tensors().at(t);
+  std::vector<double> values = in.tensors[t];
+  if (spec.role != Role::in) values.assign(static_cast<std::size_t>(p.tensor_elements(t, in.sizes)), fill);
+  const DType type = storage_dtype(spec, in.dtype);
+  std::vector<unsigned char> host(values.size() * dtype_size(type));
+  encode(type, values, host.data());
+  auto b = backend.alloc(host.size());
+  backend.write(*b, host.data(), host.size());
+  return b;
 }
 
 }  // namespace kforge::test

@@ -209,12 +209,7 @@ std::string run_same_buffer(Backend& backend, const KernelSpec& k, const ParamVa
   std::vector<std::unique_ptr<Buffer>> bufs;
   for (std::size_t t = 0; t < 6; ++t) {
     if (t == 4) continue;  // Z: Y's buffer
-    std::vector<double> values(static_cast<std::size_t>(p->tensor_elements(t, s)), -7.0);
-    if (t < 4) values = in.tensors[t];
-    std::vector<unsigned char> host(values.size() * 4);  // row_ptr and col_idx int32, the rest fp32
-    encode(t < 2 ? DType::int32 : DType::fp32, values, host.data());
-    bufs.push_back(backend.alloc(host.size()));
-    backend.write(*bufs.back(), host.data(), host.size());
+    bufs.push_back(test::upload_tensor(backend, *p, in, t));  // out poisoned (-7)
   }
   std::vector<Arg> args{Arg::buf(*bufs[0]), Arg::buf(*bufs[1]), Arg::buf(*bufs[2]),
                         Arg::buf(*bufs[3]), Arg::buf(*bufs[3]), Arg::buf(*bufs[4])};

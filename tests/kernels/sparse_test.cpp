@@ -338,13 +338,8 @@ TEST(SparseCpu, SpmmTwoDimensionalTilesKeepRowsWhoseColumnsDescend) {
   auto module = backend->compile(k.source, k.entry, defines, k.source_path);
   std::vector<std::unique_ptr<Buffer>> bufs;
   std::vector<Arg> args;
-  for (std::size_t t = 0; t < 5; ++t) {  // row_ptr and col_idx int32, the rest fp32
-    std::vector<double> values(static_cast<std::size_t>(p->tensor_elements(t, s)), -7.0);  // C poisoned
-    if (t < 4) values = in.tensors[t];
-    std::vector<unsigned char> host(values.size() * 4);
-    encode(t < 2 ? DType::int32 : DType::fp32, values, host.data());
-    bufs.push_back(backend->alloc(host.size()));
-    backend->write(*bufs.back(), host.data(), host.size());
+  for (std::size_t t = 0; t < 5; ++t) {  // row_ptr and col_idx int32, the rest fp32; C poisoned
+    bufs.push_back(test::upload_tensor(*backend, *p, in, t));
     args.push_back(Arg::buf(*bufs.back()));
   }
   for (const char* n : {"M", "K", "N", "NNZ"}) args.push_back(Arg::i(static_cast<std::int32_t>(s.at(n))));
